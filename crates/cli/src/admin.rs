@@ -1,0 +1,183 @@
+//! Admin commands: sites and API keys.
+
+use crate::Target;
+use anyhow::{Context, bail};
+use clap::Subcommand;
+use std::io::Write;
+use tally_core::auth::{self, SHOWN_PREFIX_LEN};
+use tally_core::site::Site;
+use tally_store::sites::ApiKeyRecord;
+use tally_store::{ClientOptions, Store};
+
+/// `tally site …`
+#[derive(Subcommand, Debug)]
+pub enum SiteCommand {
+    /// Create a site and its first API key.
+    Create {
+        /// A domain whose pages may send events (repeat for more; `*.example.com` for subdomains).
+        #[arg(long = "domain", required = true)]
+        domains: Vec<String>,
+        /// The IANA time zone the site's days are counted in.
+        #[arg(long, default_value = "UTC")]
+        timezone: String,
+        /// The site id (default: derived from the first domain).
+        #[arg(long)]
+        id: Option<String>,
+        /// Days raw events are kept.
+        #[arg(long, default_value_t = tally_core::site::DEFAULT_RETENTION_DAYS)]
+        retention_days: u32,
+        /// The public URL of the ingest function, for the snippet.
+        #[arg(long, default_value = "https://YOUR-INGEST-URL")]
+        ingest_url: String,
+    },
+    /// List sites.
+    List,
+}
+
+/// `tally key …`
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Create an API key for a site (shown once).
+    Create {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// A label to recognise the key by.
+        #[arg(long, default_value = "")]
+        label: String,
+    },
+    /// List a site's keys (prefixes only).
+    List {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+    },
+    /// Revoke a key by its listed prefix or the full key.
+    Revoke {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// The key or its prefix as listed.
+        key: String,
+    },
+}
+
+/// Connects to the target table.
+pub async fn connect(target: &Target) -> Store {
+    let options = ClientOptions {
+        endpoint: target.dynamodb_endpoint.clone(),
+        region: target.region.clone(),
+        ..ClientOptions::default()
+    };
+    Store::connect(&options, &target.table).await
+}
+
+/// A site id from a domain: `www.example.com` -> `example.com`.
+pub fn site_id_from_domain(domain: &str) -> String {
+    let d = tally_core::site::normalize_domain(domain).unwrap_or_default();
+    let d = d.trim_start_matches("*.");
+    d.strip_prefix("www.").unwrap_or(d).to_owned()
+}
+
+/// Now, ms since the epoch.
+pub fn now_ms() -> i64 {
+    use tally_store::clock::{Clock, SystemClock};
+    SystemClock.now()
+}
+
+/// Makes a new key and stores its hash; returns the key.
+pub async fn create_key(store: &Store, site: &str, label: &str) -> anyhow::Result<String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 20];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("no randomness available"))?;
+    let key = auth::key_from_bytes(&bytes);
+    let record = ApiKeyRecord {
+        hash: auth::hash_key(&key),
+        prefix: key[..SHOWN_PREFIX_LEN].to_owned(),
+        label: label.to_owned(),
+        created_at: now_ms(),
+        revoked_at: None,
+    };
+    store.put_api_key(site, &record).await?;
+    Ok(key)
+}
+
+/// The `<script>` tag for a site.
+pub fn snippet(site: &str, ingest_url: &str) -> String {
+    format!(
+        "<script defer data-site=\"{site}\" src=\"{}/script.js\"></script>",
+        ingest_url.trim_end_matches('/')
+    )
+}
+
+/// Runs a `tally site` command.
+pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
+    let store = connect(target).await;
+    let mut out = std::io::stdout().lock();
+    match command {
+        SiteCommand::Create { domains, timezone, id, retention_days, ingest_url } => {
+            let id = id.unwrap_or_else(|| site_id_from_domain(&domains[0]));
+            let mut site = Site::new(&id, &domains, &timezone, now_ms())?;
+            site.retention_days = retention_days;
+            site.validate()?;
+            store.create_site(&site).await?;
+            let key = create_key(&store, &id, "created with the site").await?;
+            writeln!(out, "site: {id}")?;
+            writeln!(out, "domains: {}", site.domains.join(", "))?;
+            writeln!(out, "timezone: {}", site.time_zone)?;
+            writeln!(out, "snippet: {}", snippet(&id, &ingest_url))?;
+            writeln!(out, "api key (shown once, store it now): {key}")?;
+        }
+        SiteCommand::List => {
+            for site in store.sites().await? {
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\tretention={}d",
+                    site.id,
+                    site.domains.join(","),
+                    site.time_zone,
+                    site.retention_days
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs a `tally key` command.
+pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
+    let store = connect(target).await;
+    let mut out = std::io::stdout().lock();
+    match command {
+        KeyCommand::Create { site, label } => {
+            store.site(&site).await?.with_context(|| format!("no site {site:?}"))?;
+            let key = create_key(&store, &site, &label).await?;
+            writeln!(out, "api key (shown once, store it now): {key}")?;
+        }
+        KeyCommand::List { site } => {
+            for k in store.api_keys(&site).await? {
+                let state = if k.revoked_at.is_some() { "revoked" } else { "active" };
+                writeln!(out, "{}…\t{}\t{}\t{}", k.prefix, state, k.created_at, k.label)?;
+            }
+        }
+        KeyCommand::Revoke { site, key } => {
+            let prefix = key.trim_end_matches('…');
+            let matches: Vec<ApiKeyRecord> = store
+                .api_keys(&site)
+                .await?
+                .into_iter()
+                .filter(|k| k.hash == auth::hash_key(prefix) || prefix.starts_with(&k.prefix) || k.prefix.starts_with(prefix))
+                .collect();
+            let [record] = matches.as_slice() else {
+                bail!("{} keys match {prefix:?}; give the full key or a longer prefix", matches.len());
+            };
+            let mut revoked = record.clone();
+            revoked.revoked_at = Some(now_ms());
+            store.put_api_key(&site, &revoked).await?;
+            writeln!(out, "revoked {}…", record.prefix)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,221 @@
+//! `tally dev`: the whole stack on this machine, nothing to install.
+//!
+//! An embedded `dynoxide` server (DynamoDB's wire protocol over SQLite) runs
+//! on loopback, backed by a file in the data directory; the table is created
+//! from the same spec as `template.yaml`; a demo site for `localhost` gets an
+//! API key; and one HTTP server routes requests to the real ingest and query
+//! handlers, which reach the store through `aws-sdk-dynamodb`.
+
+use anyhow::Context;
+use axum::extract::{ConnectInfo, Request as AxumRequest, State};
+use axum::response::Response as AxumResponse;
+use clap::Args;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, RequestExt};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tally_core::site::Site;
+use tally_ingest::Config as IngestConfig;
+use tally_store::clock::SystemClock;
+use tally_store::ports::DynamoIngest;
+use tally_store::salt::SharedSalt;
+use tally_store::table::ensure_table;
+use tally_store::{ClientOptions, Store};
+
+/// The demo site's id.
+pub const DEMO_SITE: &str = "demo";
+const DEMO_PAGE: &str = include_str!("../assets/demo.html");
+/// Largest request body `tally dev` reads (the handlers enforce their own
+/// smaller limits and answer with JSON errors).
+const MAX_DEV_BODY: usize = 2 * 1024 * 1024;
+
+/// `tally dev` options.
+#[derive(Args, Debug, Clone)]
+pub struct DevArgs {
+    /// HTTP port of the ingest and query routes (0 picks a free one).
+    #[arg(long, env = "TALLY_PORT", default_value_t = 8787)]
+    port: u16,
+    /// Port of the embedded DynamoDB endpoint (0 picks a free one).
+    #[arg(long, env = "TALLY_DYNAMODB_PORT", default_value_t = 8000)]
+    dynamodb_port: u16,
+    /// Where the embedded store keeps its SQLite file and the demo key.
+    #[arg(long, env = "TALLY_DATA_DIR", default_value = ".tally")]
+    data_dir: PathBuf,
+    /// Use this DynamoDB-compatible endpoint instead of the embedded one.
+    #[arg(long, env = "DYNAMODB_ENDPOINT")]
+    dynamodb_endpoint: Option<String>,
+    /// The table name.
+    #[arg(long, env = "TABLE_NAME", default_value = "tally")]
+    table: String,
+    /// Keep the embedded store in memory (nothing survives a restart).
+    #[arg(long)]
+    memory: bool,
+}
+
+struct App {
+    ingest: DynamoIngest,
+    ingest_config: IngestConfig,
+}
+
+/// Runs the stack until Ctrl-C.
+pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+    tally_store::env::init_tracing();
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating {}", args.data_dir.display()))?;
+    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+
+    let endpoint = match &args.dynamodb_endpoint {
+        Some(endpoint) => endpoint.clone(),
+        None => {
+            let db = if args.memory {
+                dynoxide::Database::memory()
+            } else {
+                let path = args.data_dir.join("tally.db");
+                dynoxide::Database::new(&path.to_string_lossy())
+            }
+            .map_err(|e| anyhow::anyhow!("opening the embedded store: {e}"))?;
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.dynamodb_port))
+                .await
+                .with_context(|| format!("binding the DynamoDB port {}", args.dynamodb_port))?;
+            let addr = listener.local_addr()?;
+            let mut rx = shutdown_rx.clone();
+            tokio::spawn(async move {
+                let stop = async move {
+                    let _ = rx.changed().await;
+                };
+                if let Err(e) = dynoxide::server::serve_with_shutdown(listener, db, stop).await {
+                    tracing::error!(error = %e, "embedded store stopped");
+                }
+            });
+            format!("http://{addr}")
+        }
+    };
+
+    let store = Store::connect(&ClientOptions::local(&endpoint), &args.table).await;
+    ensure_table(store.client(), &args.table).await.context("creating the table")?;
+    let key = ensure_demo(&store, &args.data_dir).await?;
+
+    let secret = tally_store::env::salt_secret()?;
+    let app = Arc::new(App {
+        ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
+        ingest_config: IngestConfig::from_env(),
+    });
+    let router = axum::Router::new().fallback(route).with_state(app);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
+        .await
+        .with_context(|| format!("binding the HTTP port {}", args.port))?;
+    let http = listener.local_addr()?;
+    let mut rx = shutdown_rx.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(async move {
+                let _ = rx.changed().await;
+            })
+            .await
+    });
+
+    #[allow(clippy::print_stdout)]
+    {
+        println!(
+            "ready: http=http://{http} dynamodb={endpoint} table={} site={DEMO_SITE} key={key}",
+            args.table
+        );
+        println!("demo page: http://{http}/demo   dashboard: http://{http}/");
+    }
+    tokio::signal::ctrl_c().await.ok();
+    let _ = shutdown_tx.send(true);
+    let _ = server.await;
+    Ok(())
+}
+
+/// Creates the demo site and its key on first start; the key is kept in the
+/// data directory so later starts can print it again.
+async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
+    if store.site(DEMO_SITE).await?.is_none() {
+        let site = Site::new(
+            DEMO_SITE,
+            &["localhost".to_owned(), "127.0.0.1".to_owned()],
+            "UTC",
+            crate::admin::now_ms(),
+        )?;
+        store.put_site(&site).await?;
+    }
+    let key_file = data_dir.join("demo-key");
+    if let Ok(key) = std::fs::read_to_string(&key_file) {
+        let key = key.trim().to_owned();
+        let hash = tally_core::auth::hash_key(&key);
+        if store.api_key(DEMO_SITE, &hash).await?.is_some_and(|k| k.revoked_at.is_none()) {
+            return Ok(key);
+        }
+    }
+    let key = crate::admin::create_key(store, DEMO_SITE, "tally dev").await?;
+    std::fs::write(&key_file, &key).with_context(|| format!("writing {}", key_file.display()))?;
+    Ok(key)
+}
+
+async fn route(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: AxumRequest,
+) -> AxumResponse {
+    let path = request.uri().path().to_owned();
+    if path == "/demo" || path.starts_with("/demo/") {
+        return demo_page();
+    }
+    let request = match to_lambda(request, peer).await {
+        Ok(r) => r,
+        Err(response) => return *response,
+    };
+    let response = tally_ingest::handle(&app.ingest, &SystemClock, &app.ingest_config, request).await;
+    from_lambda(response)
+}
+
+fn demo_page() -> AxumResponse {
+    let html = DEMO_PAGE.replace("{{SITE}}", DEMO_SITE);
+    let mut response = AxumResponse::new(axum::body::Body::from(html));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    response
+}
+
+/// Turns an axum request into the `lambda_http` request API Gateway would
+/// deliver, with the peer address as the source IP.
+async fn to_lambda(request: AxumRequest, peer: SocketAddr) -> Result<lambda_http::Request, Box<AxumResponse>> {
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_DEV_BODY).await.map_err(|_| {
+        let mut r = AxumResponse::new(axum::body::Body::from(
+            r#"{"error":{"code":"body_too_large","message":"request body is too large"}}"#,
+        ));
+        *r.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
+        Box::new(r)
+    })?;
+    let body = if bytes.is_empty() {
+        Body::Empty
+    } else {
+        match String::from_utf8(bytes.to_vec()) {
+            Ok(text) => Body::Text(text),
+            Err(e) => Body::Binary(e.into_bytes()),
+        }
+    };
+    let mut context = lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
+    context.http.method = parts.method.clone();
+    context.http.path = Some(parts.uri.path().to_owned());
+    context.http.source_ip = Some(peer.ip().to_string());
+    let request = http::Request::from_parts(parts, body)
+        .with_request_context(RequestContext::ApiGatewayV2(context));
+    Ok(request)
+}
+
+fn from_lambda(response: lambda_http::Response<Body>) -> AxumResponse {
+    let (parts, body) = response.into_parts();
+    let body = match body {
+        Body::Empty => axum::body::Body::empty(),
+        Body::Text(text) => axum::body::Body::from(text),
+        Body::Binary(bytes) => axum::body::Body::from(bytes),
+        _ => axum::body::Body::empty(),
+    };
+    AxumResponse::from_parts(parts, body)
+}

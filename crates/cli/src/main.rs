@@ -1,0 +1,61 @@
+//! `tally`: the local stack (`tally dev`) and the admin commands.
+//!
+//! Admin commands work against `tally dev` (`--dynamodb-endpoint URL`) and
+//! against AWS (the default credential chain, `--region`).
+
+mod admin;
+mod dev;
+
+use clap::{Parser, Subcommand};
+
+/// Tally: privacy-first web analytics on Lambda and DynamoDB.
+#[derive(Parser, Debug)]
+#[command(name = "tally", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the table is.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Target {
+    /// A DynamoDB-compatible endpoint (for example `tally dev`'s); default AWS.
+    #[arg(long, env = "DYNAMODB_ENDPOINT", global = true)]
+    dynamodb_endpoint: Option<String>,
+    /// The table name.
+    #[arg(long, env = "TABLE_NAME", default_value = "tally", global = true)]
+    table: String,
+    /// The AWS region.
+    #[arg(long, env = "AWS_REGION", global = true)]
+    region: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the whole stack on this machine: embedded DynamoDB, ingest, query, demo.
+    Dev(dev::DevArgs),
+    /// Manage sites.
+    Site {
+        #[command(subcommand)]
+        command: admin::SiteCommand,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Manage API keys.
+    Key {
+        #[command(subcommand)]
+        command: admin::KeyCommand,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Dev(args) => dev::run(args).await,
+        Command::Site { command, target } => admin::site(command, &target).await,
+        Command::Key { command, target } => admin::key(command, &target).await,
+    }
+}

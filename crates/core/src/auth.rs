@@ -1,0 +1,130 @@
+//! API keys: their format, their stored hash, and reading a bearer header.
+//!
+//! A key is `tk_` followed by 40 lower-case hex characters (160 random
+//! bits). Only `sha256(key)` is stored (`KEY#{hash}`), so a table dump
+//! yields no usable key; the key is shown once, at creation.
+
+use crate::hex;
+
+/// The prefix every key starts with.
+pub const KEY_PREFIX: &str = "tk_";
+/// Length of a key in characters.
+pub const KEY_LEN: usize = KEY_PREFIX.len() + 40;
+/// Characters of a key kept in listings to tell keys apart.
+pub const SHOWN_PREFIX_LEN: usize = KEY_PREFIX.len() + 6;
+
+/// Why a request is not authorised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No `Authorization` header.
+    #[error("missing API key: send `Authorization: Bearer <key>`")]
+    Missing,
+    /// The header is not `Bearer <key>` with a well-formed key.
+    #[error("malformed Authorization header: expected `Bearer tk_…`")]
+    Malformed,
+    /// No such key, or it was revoked.
+    #[error("invalid or revoked API key")]
+    Invalid,
+    /// The key belongs to another site.
+    #[error("this API key does not grant access to this site")]
+    Forbidden,
+}
+
+impl AuthError {
+    /// The machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Missing => "missing_api_key",
+            Self::Malformed => "malformed_authorization",
+            Self::Invalid => "invalid_api_key",
+            Self::Forbidden => "forbidden",
+        }
+    }
+
+    /// The HTTP status: 401, or 403 for another site's key.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Forbidden => 403,
+            _ => 401,
+        }
+    }
+}
+
+/// A key from 20 random bytes.
+pub fn key_from_bytes(bytes: &[u8; 20]) -> String {
+    format!("{KEY_PREFIX}{}", hex::encode(bytes))
+}
+
+/// Whether text has the shape of a key.
+pub fn is_well_formed(key: &str) -> bool {
+    key.len() == KEY_LEN
+        && key.starts_with(KEY_PREFIX)
+        && key[KEY_PREFIX.len()..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The stored form of a key: hex SHA-256.
+pub fn hash_key(key: &str) -> String {
+    hex::encode(ring::digest::digest(&ring::digest::SHA256, key.as_bytes()).as_ref())
+}
+
+/// The key in an `Authorization: Bearer <key>` header value.
+pub fn bearer(header: Option<&str>) -> Result<&str, AuthError> {
+    let header = header.ok_or(AuthError::Missing)?.trim();
+    let (scheme, key) = header.split_once(' ').ok_or(AuthError::Malformed)?;
+    let key = key.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || !is_well_formed(key) {
+        return Err(AuthError::Malformed);
+    }
+    Ok(key)
+}
+
+/// Compares two byte strings in time independent of where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_have_a_fixed_shape() {
+        let key = key_from_bytes(&[7u8; 20]);
+        assert!(is_well_formed(&key));
+        assert_eq!(key.len(), KEY_LEN);
+        assert!(!is_well_formed("tk_short"));
+        assert!(!is_well_formed(&key.to_uppercase()));
+    }
+
+    #[test]
+    fn hashes_with_sha256() {
+        // sha256("abc"), FIPS 180-2 appendix B.1.
+        assert_eq!(
+            hash_key("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn reads_bearer_headers() {
+        let key = key_from_bytes(&[1u8; 20]);
+        assert_eq!(bearer(Some(&format!("Bearer {key}"))), Ok(key.as_str()));
+        assert_eq!(bearer(Some(&format!("bearer  {key} "))), Ok(key.as_str()));
+        assert_eq!(bearer(None), Err(AuthError::Missing));
+        assert_eq!(bearer(Some("Basic abc")), Err(AuthError::Malformed));
+        assert_eq!(bearer(Some(&format!("Token {key}"))), Err(AuthError::Malformed));
+        assert_eq!(bearer(Some("Bearer tk_nothex")), Err(AuthError::Malformed));
+    }
+
+    #[test]
+    fn compares_without_short_circuit_semantics() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

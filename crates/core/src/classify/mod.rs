@@ -1,0 +1,15 @@
+//! Classification of a page view's context: what the visitor runs, whether
+//! it is a bot, where the visit came from and which country it is in.
+//!
+//! - [`ua`]: user agent -> browser, operating system, device type.
+//! - [`bot`]: user agent -> bot kind (dropped at ingest); referrer spam.
+//! - [`referrer`]: referrer URL + UTM parameters -> source name and channel.
+//! - [`geo`]: IANA time zone -> ISO 3166 country, country names.
+//!
+//! Everything here is pure and cheap (a few microseconds per event), with no
+//! start-up work: no regexes compiled, no files read.
+
+pub mod bot;
+pub mod geo;
+pub mod referrer;
+pub mod ua;

@@ -1,0 +1,423 @@
+//! Every DynamoDB key pattern of the one Tally table, built and parsed here.
+//!
+//! | item | pk | sk |
+//! | --- | --- | --- |
+//! | site | `SITES` | `SITE#{site}` |
+//! | API key | `SITE#{site}` | `KEY#{sha256(key)}` |
+//! | goal | `SITE#{site}` | `GOAL#{id}` |
+//! | raw event | `SITE#{site}#H#{YYYY-MM-DDTHH}[#{shard}]` | `{mm:ss.mmm}#{eid}` |
+//! | day rollup | `SITE#{site}` | `ROLLUP#DAY#{YYYY-MM-DD}` |
+//! | day dimensions | `SITE#{site}` | `ROLLUP#DIMS#{YYYY-MM-DD}` |
+//! | daily salt | `SALT` | `DAY#{YYYY-MM-DD}` |
+//! | job state | `JOBS` | `JOB#{name}` |
+//! | rate window | `RATE#{site}#{minute}` | `{bucket}` |
+//!
+//! Site ids are validated to a small alphabet and never need escaping; any
+//! other user text that reaches a key (event ids, goal ids, job names) is
+//! escaped with [`escape`], so a `#` in it can never forge a key prefix.
+
+use crate::zone::{format_date, parse_date, utc_date, utc_midnight};
+use crate::{HOUR_MS, MINUTE_MS, Millis};
+use time::Date;
+
+/// Partition key of the site list.
+pub const SITES_PK: &str = "SITES";
+/// Partition key of the daily salts.
+pub const SALT_PK: &str = "SALT";
+/// Partition key of job state.
+pub const JOBS_PK: &str = "JOBS";
+/// Sort-key prefix of API keys under a site.
+pub const API_KEY_PREFIX: &str = "KEY#";
+/// Sort-key prefix of goals under a site.
+pub const GOAL_PREFIX: &str = "GOAL#";
+/// Sort-key prefix of scalar day rollups under a site.
+pub const ROLLUP_DAY_PREFIX: &str = "ROLLUP#DAY#";
+/// Sort-key prefix of dimension day rollups under a site.
+pub const ROLLUP_DIMS_PREFIX: &str = "ROLLUP#DIMS#";
+
+/// The longest site id accepted.
+pub const MAX_SITE_ID_LEN: usize = 64;
+
+/// Whether a site id is well formed: 1-64 characters of `a-z`, `0-9`, `.`,
+/// `-`, `_`, starting with a letter or digit. Ids are ASCII only, so no two
+/// ids can look alike through Unicode normalisation.
+pub fn valid_site_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= MAX_SITE_ID_LEN
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// Escapes user text for use inside a key: `%`, `#` and control characters
+/// become `%XX`. Everything else is kept, so keys stay readable.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '%' || c == '#' || c.is_control() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reverses [`escape`]; `None` if the text is not a valid escape.
+pub fn unescape(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = text.get(i + 1..i + 3)?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'#' => return None,
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `SITE#{site}`: the partition of a site's settings, keys, goals and rollups.
+pub fn site_pk(site: &str) -> String {
+    format!("SITE#{site}")
+}
+
+/// Parses [`site_pk`].
+pub fn parse_site_pk(pk: &str) -> Option<&str> {
+    pk.strip_prefix("SITE#").filter(|s| valid_site_id(s))
+}
+
+/// `SITE#{site}` under [`SITES_PK`]: the site's settings item.
+pub fn site_sk(site: &str) -> String {
+    site_pk(site)
+}
+
+/// Parses [`site_sk`].
+pub fn parse_site_sk(sk: &str) -> Option<&str> {
+    parse_site_pk(sk)
+}
+
+/// `KEY#{hash}`: an API key stored by the hex SHA-256 of the key.
+pub fn api_key_sk(key_hash_hex: &str) -> String {
+    format!("{API_KEY_PREFIX}{key_hash_hex}")
+}
+
+/// Parses [`api_key_sk`].
+pub fn parse_api_key_sk(sk: &str) -> Option<&str> {
+    sk.strip_prefix(API_KEY_PREFIX)
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// `GOAL#{id}`: a goal of a site.
+pub fn goal_sk(goal_id: &str) -> String {
+    format!("{GOAL_PREFIX}{}", escape(goal_id))
+}
+
+/// Parses [`goal_sk`].
+pub fn parse_goal_sk(sk: &str) -> Option<String> {
+    unescape(sk.strip_prefix(GOAL_PREFIX)?)
+}
+
+/// `ROLLUP#DAY#{YYYY-MM-DD}`: a day's scalar rollup.
+pub fn rollup_day_sk(day: Date) -> String {
+    format!("{ROLLUP_DAY_PREFIX}{}", format_date(day))
+}
+
+/// Parses [`rollup_day_sk`].
+pub fn parse_rollup_day_sk(sk: &str) -> Option<Date> {
+    parse_date(sk.strip_prefix(ROLLUP_DAY_PREFIX)?)
+}
+
+/// `ROLLUP#DIMS#{YYYY-MM-DD}`: a day's dimension rollup.
+pub fn rollup_dims_sk(day: Date) -> String {
+    format!("{ROLLUP_DIMS_PREFIX}{}", format_date(day))
+}
+
+/// Parses [`rollup_dims_sk`].
+pub fn parse_rollup_dims_sk(sk: &str) -> Option<Date> {
+    parse_date(sk.strip_prefix(ROLLUP_DIMS_PREFIX)?)
+}
+
+/// `DAY#{YYYY-MM-DD}` under [`SALT_PK`]: the shared salt of a day.
+pub fn salt_sk(day: Date) -> String {
+    format!("DAY#{}", format_date(day))
+}
+
+/// Parses [`salt_sk`].
+pub fn parse_salt_sk(sk: &str) -> Option<Date> {
+    parse_date(sk.strip_prefix("DAY#")?)
+}
+
+/// `JOB#{name}` under [`JOBS_PK`]: a job's state (cursor, last run).
+pub fn job_sk(name: &str) -> String {
+    format!("JOB#{}", escape(name))
+}
+
+/// Parses [`job_sk`].
+pub fn parse_job_sk(sk: &str) -> Option<String> {
+    unescape(sk.strip_prefix("JOB#")?)
+}
+
+/// `RATE#{scope}#{minute}`: a per-minute rate-limit window. `scope` is a site
+/// id or a fixed word; `minute` counts minutes since the epoch.
+pub fn rate_pk(scope: &str, minute: i64) -> String {
+    format!("RATE#{}#{minute}", escape(scope))
+}
+
+/// Parses [`rate_pk`].
+pub fn parse_rate_pk(pk: &str) -> Option<(String, i64)> {
+    let rest = pk.strip_prefix("RATE#")?;
+    let (scope, minute) = rest.rsplit_once('#')?;
+    Some((unescape(scope)?, minute.parse().ok()?))
+}
+
+/// The key of one raw event: its site, the UTC hour partition (with an
+/// optional shard), and a sort key that orders events by time and is unique
+/// per event id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventKey {
+    /// The site id.
+    pub site: String,
+    /// The event time, milliseconds since the epoch.
+    pub at: Millis,
+    /// The shard of a sharded site, `None` for an unsharded one.
+    pub shard: Option<u16>,
+    /// The event id (client supplied, escaped in the key).
+    pub eid: String,
+}
+
+impl EventKey {
+    /// The partition key: `SITE#{site}#H#{YYYY-MM-DDTHH}[#{shard}]`.
+    pub fn pk(&self) -> String {
+        event_pk(&self.site, hour_start(self.at), self.shard)
+    }
+
+    /// The sort key: `{mm:ss.mmm}#{eid}`.
+    pub fn sk(&self) -> String {
+        let within = self.at - hour_start(self.at);
+        format!(
+            "{:02}:{:02}.{:03}#{}",
+            within / MINUTE_MS,
+            (within % MINUTE_MS) / 1000,
+            within % 1000,
+            escape(&self.eid)
+        )
+    }
+
+    /// Parses a pair of keys built by [`EventKey::pk`] and [`EventKey::sk`].
+    pub fn parse(pk: &str, sk: &str) -> Option<Self> {
+        let (site, hour, shard) = parse_event_pk(pk)?;
+        let (time, eid) = sk.split_once('#')?;
+        let t = time.as_bytes();
+        if t.len() != 9 || t[2] != b':' || t[5] != b'.' {
+            return None;
+        }
+        let num = |s: &str| -> Option<i64> {
+            s.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| s.parse().ok())?
+        };
+        let (m, s, ms) = (num(&time[0..2])?, num(&time[3..5])?, num(&time[6..9])?);
+        if m > 59 || s > 59 {
+            return None;
+        }
+        Some(Self {
+            site,
+            at: hour + m * MINUTE_MS + s * 1000 + ms,
+            shard,
+            eid: unescape(eid)?,
+        })
+    }
+}
+
+/// The start of the UTC hour containing an instant.
+pub fn hour_start(at: Millis) -> Millis {
+    at.div_euclid(HOUR_MS) * HOUR_MS
+}
+
+/// The partition key of one UTC hour of a site's raw events.
+pub fn event_pk(site: &str, hour: Millis, shard: Option<u16>) -> String {
+    let day = utc_date(hour);
+    let h = (hour - utc_midnight(day)) / HOUR_MS;
+    match shard {
+        Some(shard) => format!("SITE#{site}#H#{}T{h:02}#{shard}", format_date(day)),
+        None => format!("SITE#{site}#H#{}T{h:02}", format_date(day)),
+    }
+}
+
+/// The sort-key lower bound of events at or after `at` within its hour
+/// partition (for `sk >= :from` conditions).
+pub fn event_sk_from(at: Millis) -> String {
+    let within = at - hour_start(at);
+    format!(
+        "{:02}:{:02}.{:03}",
+        within / MINUTE_MS,
+        (within % MINUTE_MS) / 1000,
+        within % 1000
+    )
+}
+
+/// Parses [`event_pk`] into the site, the hour start and the shard.
+pub fn parse_event_pk(pk: &str) -> Option<(String, Millis, Option<u16>)> {
+    let rest = pk.strip_prefix("SITE#")?;
+    let (site, rest) = rest.split_once("#H#")?;
+    if !valid_site_id(site) {
+        return None;
+    }
+    let (hour_text, shard) = match rest.split_once('#') {
+        Some((h, s)) => {
+            if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            (h, Some(s.parse().ok()?))
+        }
+        None => (rest, None),
+    };
+    let (day, h) = hour_text.split_once('T')?;
+    if h.len() != 2 || !h.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let h: i64 = h.parse().ok()?;
+    if h > 23 {
+        return None;
+    }
+    Some((site.to_owned(), utc_midnight(parse_date(day)?) + h * HOUR_MS, shard))
+}
+
+/// The start of every UTC hour that overlaps `[from, to)`.
+pub fn hours_between(from: Millis, to: Millis) -> Vec<Millis> {
+    let mut out = Vec::new();
+    let mut hour = hour_start(from);
+    while hour < to {
+        out.push(hour);
+        hour += HOUR_MS;
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use time::macros::date;
+
+    fn site_id() -> impl Strategy<Value = String> {
+        "[a-z0-9][a-z0-9._-]{0,40}"
+    }
+
+    #[test]
+    fn event_key_has_the_documented_shape() {
+        let at = utc_midnight(date!(2026 - 11 - 30)) + 13 * HOUR_MS + 5 * MINUTE_MS + 7_042;
+        let key = EventKey { site: "blog".into(), at, shard: None, eid: "abc123".into() };
+        assert_eq!(key.pk(), "SITE#blog#H#2026-11-30T13");
+        assert_eq!(key.sk(), "05:07.042#abc123");
+        let sharded = EventKey { shard: Some(3), ..key };
+        assert_eq!(sharded.pk(), "SITE#blog#H#2026-11-30T13#3");
+    }
+
+    #[test]
+    fn a_hash_in_user_text_cannot_forge_a_key() {
+        let key = EventKey { site: "blog".into(), at: 0, shard: None, eid: "x#GOAL#1".into() };
+        assert_eq!(key.sk(), "00:00.000#x%23GOAL%231");
+        assert_eq!(goal_sk("a#b"), "GOAL#a%23b");
+        assert_eq!(parse_goal_sk("GOAL#a#b"), None);
+    }
+
+    #[test]
+    fn site_ids_are_a_small_ascii_alphabet() {
+        for ok in ["blog", "example.com", "my-site_2", "0"] {
+            assert!(valid_site_id(ok), "{ok}");
+        }
+        let long = "a".repeat(65);
+        for bad in ["", "Blog", "-x", "a#b", "ｂlog", "blo\u{0301}g", "a b", long.as_str()] {
+            assert!(!valid_site_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_keys() {
+        assert_eq!(parse_event_pk("SITE#blog#H#2026-11-30T24"), None);
+        assert_eq!(parse_event_pk("SITE#Blog#H#2026-11-30T01"), None);
+        assert_eq!(parse_event_pk("SITE#blog#H#2026-11-30T01#"), None);
+        assert_eq!(EventKey::parse("SITE#blog#H#2026-11-30T01", "61:00.000#a"), None);
+        assert_eq!(parse_rollup_day_sk("ROLLUP#DAY#2026-13-01"), None);
+        assert_eq!(parse_api_key_sk("KEY#abc"), None);
+    }
+
+    #[test]
+    fn hours_between_covers_partial_hours() {
+        let h = HOUR_MS;
+        assert_eq!(hours_between(h + 5, 3 * h), vec![h, 2 * h]);
+        assert_eq!(hours_between(h, h), Vec::<Millis>::new());
+        assert_eq!(hours_between(h, h + 1), vec![h]);
+    }
+
+    proptest! {
+        #[test]
+        fn event_keys_round_trip(
+            site in site_id(),
+            at in 0i64..4_102_444_800_000,
+            shard in proptest::option::of(0u16..1000),
+            eid in "\\PC{1,40}",
+        ) {
+            let key = EventKey { site, at, shard, eid };
+            prop_assert_eq!(EventKey::parse(&key.pk(), &key.sk()), Some(key.clone()));
+        }
+
+        #[test]
+        fn event_sort_keys_order_by_time(site in site_id(), a in 0i64..3_600_000, b in 0i64..3_600_000) {
+            let ka = EventKey { site: site.clone(), at: a, shard: None, eid: "e".into() };
+            let kb = EventKey { site, at: b, shard: None, eid: "e".into() };
+            prop_assert_eq!(a.cmp(&b), ka.sk().cmp(&kb.sk()));
+            prop_assert!(event_sk_from(a).as_str() <= ka.sk().as_str());
+        }
+
+        #[test]
+        fn escape_round_trips_and_drops_hashes(text in "\\PC*|[#%\\x00-\\x1f]{0,8}") {
+            let escaped = escape(&text);
+            prop_assert!(!escaped.contains('#'));
+            prop_assert_eq!(unescape(&escaped), Some(text));
+        }
+
+        #[test]
+        fn day_keys_round_trip(days in 0i32..2_900_000) {
+            let day = Date::from_julian_day(days + 1_721_426).unwrap();
+            prop_assert_eq!(parse_rollup_day_sk(&rollup_day_sk(day)), Some(day));
+            prop_assert_eq!(parse_rollup_dims_sk(&rollup_dims_sk(day)), Some(day));
+            prop_assert_eq!(parse_salt_sk(&salt_sk(day)), Some(day));
+        }
+
+        #[test]
+        fn site_and_named_keys_round_trip(site in site_id(), name in "\\PC{0,30}") {
+            let (pk, sk) = (site_pk(&site), site_sk(&site));
+            prop_assert_eq!(parse_site_pk(&pk), Some(site.as_str()));
+            prop_assert_eq!(parse_site_sk(&sk), Some(site.as_str()));
+            prop_assert_eq!(parse_goal_sk(&goal_sk(&name)), Some(name.clone()));
+            prop_assert_eq!(parse_job_sk(&job_sk(&name)), Some(name.clone()));
+            prop_assert_eq!(parse_rate_pk(&rate_pk(&name, 42)), Some((name, 42)));
+        }
+
+        #[test]
+        fn api_key_hashes_round_trip(hash in "[0-9a-f]{64}") {
+            let sk = api_key_sk(&hash);
+            prop_assert_eq!(parse_api_key_sk(&sk), Some(hash.as_str()));
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! `tally-core`: the pure logic of Tally.
+//!
+//! Nothing in this crate talks to AWS, reads a clock, reads the environment
+//! or spawns a task: time, secrets and configuration are passed in. The
+//! compiler keeps that boundary, because the crate depends on no `aws-*`,
+//! `lambda_*` or `tokio` crate.
+//!
+//! What lives here:
+//! - [`keys`]: every DynamoDB key pattern, built and parsed.
+//! - [`salt`]: the daily salt and the visitor id.
+//! - [`zone`]: site-local calendar days in an IANA time zone.
+//! - [`site`]: a site's configuration and its domain rules.
+//! - [`payload`]: the tracker payload, its limits and every reason to refuse it.
+//! - [`event`]: the stored event and how an accepted payload becomes one.
+//! - [`classify`]: user agents, bots, referrers and time-zone countries.
+
+pub mod auth;
+pub mod classify;
+pub mod event;
+pub mod hex;
+pub mod keys;
+pub mod payload;
+pub mod salt;
+pub mod site;
+pub mod zone;
+
+/// Milliseconds since the Unix epoch, UTC. Every instant in Tally is one.
+pub type Millis = i64;
+
+/// One minute in milliseconds.
+pub const MINUTE_MS: Millis = 60_000;
+/// One hour in milliseconds.
+pub const HOUR_MS: Millis = 3_600_000;
+/// One (UTC, 24-hour) day in milliseconds; local days may differ.
+pub const DAY_MS: Millis = 86_400_000;

@@ -1,0 +1,177 @@
+//! The daily salt and the visitor id.
+//!
+//! `daily_salt = HMAC-SHA256(secret, "YYYY-MM-DD")` and
+//! `visitor_id = hex(HMAC-SHA256(daily_salt, "{site}|{ip}|{user_agent}"))[..16]`.
+//! The day is the event's calendar day in the site's time zone, so one local
+//! day never straddles two salts. The salt rotates daily, so the same person
+//! is a different visitor tomorrow and on another site; neither the IP nor
+//! the user agent can be recovered from the id. Salts and secrets never
+//! appear in `Debug` output.
+
+use crate::hex;
+use crate::zone::format_date;
+use ring::hmac;
+use time::Date;
+
+/// Length of a visitor id in hex characters (64 bits).
+pub const VISITOR_ID_LEN: usize = 16;
+
+/// The server secret the daily salts derive from.
+#[derive(Clone)]
+pub struct Secret(Vec<u8>);
+
+impl Secret {
+    /// Wraps secret bytes (for example `TALLY_SALT_SECRET`).
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        Self(bytes.into())
+    }
+
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// One day's salt.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DailySalt([u8; 32]);
+
+impl std::fmt::Debug for DailySalt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DailySalt(<redacted>)")
+    }
+}
+
+impl DailySalt {
+    /// The salt as hex, the form stored in the shared `SALT` item.
+    pub fn to_hex(&self) -> String {
+        hex::encode(&self.0)
+    }
+
+    /// Reads a salt stored by [`DailySalt::to_hex`].
+    pub fn from_hex(text: &str) -> Option<Self> {
+        let bytes: [u8; 32] = hex::decode(text)?.try_into().ok()?;
+        Some(Self(bytes))
+    }
+}
+
+/// The salt of a (site-local) day.
+pub fn daily_salt(secret: &Secret, day: Date) -> DailySalt {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, &secret.0);
+    let tag = hmac::sign(&key, format_date(day).as_bytes());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(tag.as_ref());
+    DailySalt(out)
+}
+
+/// The visitor id of a client of a site on the salt's day.
+pub fn visitor_id(salt: &DailySalt, site: &str, ip: &str, user_agent: &str) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, &salt.0);
+    let mut ctx = hmac::Context::with_key(&key);
+    ctx.update(site.as_bytes());
+    ctx.update(b"|");
+    ctx.update(ip.as_bytes());
+    ctx.update(b"|");
+    ctx.update(user_agent.as_bytes());
+    let tag = ctx.sign();
+    let mut id = hex::encode(&tag.as_ref()[..VISITOR_ID_LEN / 2]);
+    id.truncate(VISITOR_ID_LEN);
+    id
+}
+
+/// A keyed hash of a client's network (an IPv4 address, or the /64 of an
+/// IPv6 address) for rate limiting: the network itself is never stored.
+pub fn network_id(salt: &DailySalt, ip: &str) -> String {
+    let network = network_of(ip);
+    let key = hmac::Key::new(hmac::HMAC_SHA256, &salt.0);
+    let tag = hmac::sign(&key, format!("net|{network}").as_bytes());
+    hex::encode(&tag.as_ref()[..8])
+}
+
+/// The rate-limit network of an address: IPv4 as is, IPv6 cut to its /64.
+/// Text that is not an address is used as given.
+pub fn network_of(ip: &str) -> String {
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return v4.to_string();
+            }
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        Ok(std::net::IpAddr::V4(v4)) => v4.to_string(),
+        Err(_) => ip.to_owned(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use time::macros::date;
+
+    /// RFC 4231 test case 2: proves the HMAC primitive and key handling.
+    #[test]
+    fn hmac_matches_rfc4231_case_2() {
+        let salt = daily_salt_of_raw(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            salt,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    fn daily_salt_of_raw(key: &[u8], msg: &[u8]) -> String {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, key);
+        hex::encode(hmac::sign(&key, msg).as_ref())
+    }
+
+    /// Published vectors (docs/PRIVACY.md), computed independently with
+    /// Python's `hmac` module:
+    /// `hmac.new(b"tally-test-secret", b"2026-11-30", sha256)` and then the
+    /// visitor id over `b"blog|203.0.113.7|Mozilla/5.0 (X11; Linux x86_64) Test"`.
+    #[test]
+    fn matches_published_vectors() {
+        let secret = Secret::new(b"tally-test-secret".to_vec());
+        let salt = daily_salt(&secret, date!(2026 - 11 - 30));
+        assert_eq!(
+            salt.to_hex(),
+            "678b7f17fba73b05f6d97156609f18c6e769b8bf0a1008171e78e90d26c4d4c4"
+        );
+        let ua = "Mozilla/5.0 (X11; Linux x86_64) Test";
+        assert_eq!(visitor_id(&salt, "blog", "203.0.113.7", ua), "fd101027d662dc8e");
+        assert_eq!(visitor_id(&salt, "shop", "203.0.113.7", ua), "b3f442b97c14a0ce");
+    }
+
+    #[test]
+    fn visitor_ids_differ_across_days_and_sites() {
+        let secret = Secret::new(b"s".to_vec());
+        let a = daily_salt(&secret, date!(2026 - 11 - 30));
+        let b = daily_salt(&secret, date!(2026 - 12 - 01));
+        let ua = "Mozilla/5.0";
+        assert_eq!(visitor_id(&a, "x", "1.2.3.4", ua), visitor_id(&a, "x", "1.2.3.4", ua));
+        assert_ne!(visitor_id(&a, "x", "1.2.3.4", ua), visitor_id(&b, "x", "1.2.3.4", ua));
+        assert_ne!(visitor_id(&a, "x", "1.2.3.4", ua), visitor_id(&a, "y", "1.2.3.4", ua));
+        assert_eq!(visitor_id(&a, "x", "1.2.3.4", ua).len(), VISITOR_ID_LEN);
+    }
+
+    #[test]
+    fn salts_round_trip_through_hex_and_never_print() {
+        let salt = daily_salt(&Secret::new(b"x".to_vec()), date!(2026 - 01 - 01));
+        assert_eq!(DailySalt::from_hex(&salt.to_hex()), Some(salt.clone()));
+        assert!(!format!("{salt:?}").contains(&salt.to_hex()[..8]));
+        assert_eq!(format!("{:?}", Secret::new(b"hunter2".to_vec())), "Secret(<redacted>)");
+    }
+
+    #[test]
+    fn ipv6_networks_are_cut_to_a_slash_64() {
+        assert_eq!(network_of("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+        assert_eq!(network_of("2001:db8:1:2:ffff::1"), "2001:db8:1:2::/64");
+        assert_eq!(network_of("::ffff:192.0.2.1"), "192.0.2.1");
+        assert_eq!(network_of("192.0.2.1"), "192.0.2.1");
+        let salt = daily_salt(&Secret::new(b"k".to_vec()), date!(2026 - 01 - 01));
+        assert_eq!(network_id(&salt, "2001:db8:1:2::1"), network_id(&salt, "2001:db8:1:2::9"));
+        assert_ne!(network_id(&salt, "2001:db8:1:2::1"), network_id(&salt, "2001:db8:1:3::1"));
+    }
+}

@@ -1,0 +1,214 @@
+//! A site's configuration and its domain rules.
+
+use crate::Millis;
+use crate::keys::valid_site_id;
+use crate::zone::Zone;
+use serde::{Deserialize, Serialize};
+
+/// Raw events are kept this many days unless the site says otherwise.
+pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+/// The longest raw retention a site may ask for.
+pub const MAX_RETENTION_DAYS: u32 = 3650;
+
+/// A tracked site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Site {
+    /// The site id (see [`valid_site_id`]).
+    pub id: String,
+    /// The domains whose pages may send events: `example.com` or `*.example.com`.
+    pub domains: Vec<String>,
+    /// The IANA time zone the site's days are counted in.
+    pub time_zone: String,
+    /// Days raw events are kept before their TTL removes them.
+    #[serde(default = "default_retention")]
+    pub retention_days: u32,
+    /// Number of write shards of the raw-event partitions (1 = unsharded).
+    #[serde(default = "default_shards")]
+    pub shards: u16,
+    /// When the site was created.
+    #[serde(default)]
+    pub created_at: Millis,
+}
+
+fn default_retention() -> u32 {
+    DEFAULT_RETENTION_DAYS
+}
+
+fn default_shards() -> u16 {
+    1
+}
+
+/// Why a site definition is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SiteError {
+    /// The id does not fit the site-id alphabet.
+    #[error("site id must be 1-64 characters of a-z, 0-9, '.', '-', '_'")]
+    InvalidId,
+    /// A domain is not a host name or `*.` wildcard.
+    #[error("invalid domain {0:?}")]
+    InvalidDomain(String),
+    /// No domain given.
+    #[error("a site needs at least one domain")]
+    NoDomain,
+    /// The time zone is unknown.
+    #[error("unknown time zone {0:?}")]
+    InvalidTimeZone(String),
+    /// Retention out of range.
+    #[error("retention must be between 1 and {MAX_RETENTION_DAYS} days")]
+    InvalidRetention,
+}
+
+impl Site {
+    /// Builds a validated site with default retention.
+    pub fn new(
+        id: &str,
+        domains: &[String],
+        time_zone: &str,
+        created_at: Millis,
+    ) -> Result<Self, SiteError> {
+        let site = Self {
+            id: id.to_owned(),
+            domains: domains
+                .iter()
+                .map(|d| normalize_domain(d))
+                .collect::<Result<_, _>>()?,
+            time_zone: time_zone.to_owned(),
+            retention_days: DEFAULT_RETENTION_DAYS,
+            shards: 1,
+            created_at,
+        };
+        site.validate()?;
+        Ok(site)
+    }
+
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), SiteError> {
+        if !valid_site_id(&self.id) {
+            return Err(SiteError::InvalidId);
+        }
+        if self.domains.is_empty() {
+            return Err(SiteError::NoDomain);
+        }
+        for d in &self.domains {
+            if normalize_domain(d).as_deref() != Ok(d.as_str()) {
+                return Err(SiteError::InvalidDomain(d.clone()));
+            }
+        }
+        Zone::parse(&self.time_zone).map_err(|_| SiteError::InvalidTimeZone(self.time_zone.clone()))?;
+        if self.retention_days == 0 || self.retention_days > MAX_RETENTION_DAYS {
+            return Err(SiteError::InvalidRetention);
+        }
+        Ok(())
+    }
+
+    /// The site's zone (falls back to UTC for a corrupt stored zone).
+    pub fn zone(&self) -> Zone {
+        Zone::parse(&self.time_zone).unwrap_or_else(|_| Zone::utc())
+    }
+
+    /// Whether a page on `host` may send events for this site.
+    pub fn allows_host(&self, host: &str) -> bool {
+        host_allowed(&self.domains, host)
+    }
+}
+
+/// Normalises a domain as typed by an operator: lower case, no scheme, no
+/// path, no port, no trailing dot; `*.` allowed as a leading label.
+pub fn normalize_domain(input: &str) -> Result<String, SiteError> {
+    let bad = || SiteError::InvalidDomain(input.to_owned());
+    let mut d = input.trim().to_ascii_lowercase();
+    for scheme in ["https://", "http://"] {
+        if let Some(rest) = d.strip_prefix(scheme) {
+            d = rest.to_owned();
+        }
+    }
+    if let Some(i) = d.find('/') {
+        d.truncate(i);
+    }
+    if let Some(i) = d.rfind(':') {
+        if d[i + 1..].bytes().all(|b| b.is_ascii_digit()) {
+            d.truncate(i);
+        }
+    }
+    let d = d.trim_end_matches('.').to_owned();
+    let host = d.strip_prefix("*.").unwrap_or(&d);
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    if host.is_empty() || host.len() > 253 || !host.split('.').all(label_ok) {
+        return Err(bad());
+    }
+    Ok(d)
+}
+
+/// Whether `host` matches one of `domains`. `example.com` matches itself and
+/// `www.example.com`; `*.example.com` matches `example.com` and every
+/// subdomain. Comparison ignores ASCII case and a trailing dot.
+pub fn host_allowed(domains: &[String], host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let bare = host.strip_prefix("www.").unwrap_or(&host);
+    domains.iter().any(|d| match d.strip_prefix("*.") {
+        Some(apex) => {
+            host == apex
+                || (host.len() > apex.len()
+                    && host.ends_with(apex)
+                    && host.as_bytes()[host.len() - apex.len() - 1] == b'.')
+        }
+        None => {
+            let d = d.strip_prefix("www.").unwrap_or(d);
+            bare == d
+        }
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_rules_match_exact_www_and_wildcards() {
+        let domains = vec!["example.com".to_owned(), "*.shop.io".to_owned()];
+        let cases = [
+            ("example.com", true),
+            ("www.example.com", true),
+            ("EXAMPLE.com.", true),
+            ("blog.example.com", false),
+            ("evil-example.com", false),
+            ("example.com.evil.net", false),
+            ("shop.io", true),
+            ("a.b.shop.io", true),
+            ("badshop.io", false),
+            ("", false),
+        ];
+        for (host, expected) in cases {
+            assert_eq!(host_allowed(&domains, host), expected, "{host}");
+        }
+    }
+
+    #[test]
+    fn normalizes_operator_typed_domains() {
+        assert_eq!(normalize_domain("https://Example.com/path").unwrap(), "example.com");
+        assert_eq!(normalize_domain("localhost:3000").unwrap(), "localhost");
+        assert_eq!(normalize_domain("*.example.com").unwrap(), "*.example.com");
+        for bad in ["", "exa mple.com", "*.", "-x.com", "a..b", "ex#ample.com", "*.*.com"] {
+            assert!(normalize_domain(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn validates_a_site() {
+        let site = Site::new("blog", &["example.com".into()], "Europe/Berlin", 0).unwrap();
+        assert_eq!(site.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!(Site::new("Blog", &["example.com".into()], "UTC", 0), Err(SiteError::InvalidId));
+        assert_eq!(Site::new("blog", &[], "UTC", 0), Err(SiteError::NoDomain));
+        assert!(matches!(
+            Site::new("blog", &["example.com".into()], "Nowhere/Land", 0),
+            Err(SiteError::InvalidTimeZone(_))
+        ));
+    }
+}

@@ -1,0 +1,162 @@
+//! `POST /collect`: one tracker event in, at most one PutItem out.
+//!
+//! Order matters for cost: size and shape are checked before anything is
+//! read; bots are dropped before the site is looked up; a warm instance has
+//! the site and the day's salt cached, so an accepted event costs exactly
+//! one DynamoDB request, the conditional PutItem.
+
+use crate::config::{Config, Counters};
+use crate::http_util::{error, json};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use tally_core::event::{self, Client, Geo};
+use tally_core::keys::valid_site_id;
+use tally_core::payload::{self, Drop, Rejection};
+use tally_store::clock::Clock;
+use tally_store::events::{PutOutcome, event_ttl};
+use tally_store::ports::IngestStore;
+use tally_store::StoreError;
+
+/// Handles one collect request.
+pub async fn collect<S: IngestStore, C: Clock>(
+    store: &S,
+    clock: &C,
+    config: &Config,
+    request: &Request,
+) -> Response<Body> {
+    match accept(store, clock, config, request).await {
+        Ok(Outcome::Stored) => {
+            Counters::bump(&config.counters.accepted);
+            json(202, &serde_json::json!({"status": "accepted"}))
+        }
+        Ok(Outcome::Duplicate) => {
+            Counters::bump(&config.counters.duplicates);
+            json(202, &serde_json::json!({"status": "duplicate"}))
+        }
+        Ok(Outcome::Dropped(drop)) => {
+            Counters::bump(&config.counters.dropped);
+            tracing::info!(outcome = "dropped", reason = drop.reason(), "event dropped");
+            json(202, &serde_json::json!({"status": "dropped", "reason": drop.reason()}))
+        }
+        Err(Failure::Rejected(rejection)) => {
+            Counters::bump(&config.counters.rejected);
+            tracing::info!(outcome = "rejected", code = rejection.code(), "event rejected");
+            error(rejection.status(), rejection.code(), &rejection.to_string())
+        }
+        Err(Failure::Store(err)) => {
+            Counters::bump(&config.counters.failed);
+            tracing::error!(outcome = "failed", error = %err, "store failed");
+            error(503, "store_unavailable", "the event store is unavailable, retry later")
+        }
+    }
+}
+
+/// What happened to an accepted request.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Stored now.
+    Stored,
+    /// Stored before.
+    Duplicate,
+    /// Not stored, on purpose.
+    Dropped(Drop),
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// The caller's fault.
+    Rejected(Rejection),
+    /// Ours.
+    Store(StoreError),
+}
+
+impl From<Rejection> for Failure {
+    fn from(r: Rejection) -> Self {
+        Self::Rejected(r)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+async fn accept<S: IngestStore, C: Clock>(
+    store: &S,
+    clock: &C,
+    config: &Config,
+    request: &Request,
+) -> Result<Outcome, Failure> {
+    let hit = match payload::parse(request.body(), &config.limits)? {
+        Ok(hit) => hit,
+        Err(drop) => return Ok(Outcome::Dropped(drop)),
+    };
+    let headers = request.headers();
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let ip = client_ip(request, config.behind_cloudfront);
+    let client = Client {
+        ip: &ip,
+        user_agent: header("user-agent").unwrap_or_default(),
+        origin: header("origin"),
+        geo: config.behind_cloudfront.then(|| Geo {
+            country: header("cloudfront-viewer-country"),
+            region: header("cloudfront-viewer-country-region"),
+            city: header("cloudfront-viewer-city"),
+        }),
+    };
+    if let Err(drop) = event::screen_client(&client) {
+        return Ok(Outcome::Dropped(drop));
+    }
+    if !valid_site_id(&hit.site) {
+        return Err(Rejection::UnknownSite.into());
+    }
+    let site = store.site(&hit.site).await?.ok_or(Rejection::UnknownSite)?;
+    if let Err(drop) = event::check_site(&hit, &site, &client)? {
+        return Ok(Outcome::Dropped(drop));
+    }
+    let at = payload::event_time(hit.client_ts, clock.now());
+    let salt = store.salt(site.zone().local_date(at)).await;
+    let stored = event::build(&hit, &site, &client, at, &salt);
+    let eid = hit.eid.clone().unwrap_or_else(fresh_eid);
+    let key = stored.key(&site.id, &eid, site.shards);
+    let ttl = event_ttl(at, site.retention_days);
+    Ok(match store.put_event(&key, &stored, Some(ttl)).await? {
+        PutOutcome::Stored => Outcome::Stored,
+        PutOutcome::Duplicate => Outcome::Duplicate,
+    })
+}
+
+/// The client address: CloudFront's viewer address when trusted, else the
+/// API Gateway source IP, else the first `X-Forwarded-For` entry (local runs).
+pub fn client_ip(request: &Request, behind_cloudfront: bool) -> String {
+    let headers = request.headers();
+    if behind_cloudfront {
+        if let Some(addr) = headers.get("cloudfront-viewer-address").and_then(|v| v.to_str().ok()) {
+            // "ip:port", with the IPv6 address itself full of colons.
+            if let Some((ip, _port)) = addr.rsplit_once(':') {
+                return ip.trim_matches(|c| c == '[' || c == ']').to_owned();
+            }
+        }
+    }
+    if let Some(RequestContext::ApiGatewayV2(ctx)) = request.request_context_ref() {
+        if let Some(ip) = ctx.http.source_ip.as_deref().filter(|ip| !ip.is_empty()) {
+            return ip.to_owned();
+        }
+    }
+    headers
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .map(|ip| ip.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// A random event id for a payload that carried none (no dedupe possible).
+fn fresh_eid() -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 12];
+    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
+    format!("srv{}", tally_core::hex::encode(&bytes))
+}

@@ -1,0 +1,23 @@
+//! The ingest Lambda: wiring only.
+
+use lambda_http::{Error, Request, run, service_fn};
+use std::sync::Arc;
+use tally_ingest::{Config, handle};
+use tally_store::clock::SystemClock;
+use tally_store::ports::DynamoIngest;
+use tally_store::salt::SharedSalt;
+use tally_store::{ClientOptions, Store};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tally_store::env::init_tracing();
+    let secret = tally_store::env::salt_secret()?;
+    let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
+    let ingest = Arc::new(DynamoIngest::new(store, SharedSalt::new(secret)));
+    let config = Arc::new(Config::from_env());
+    run(service_fn(move |request: Request| {
+        let (ingest, config) = (ingest.clone(), config.clone());
+        async move { Ok::<_, Error>(handle(&*ingest, &SystemClock, &config, request).await) }
+    }))
+    .await
+}

@@ -1,0 +1,188 @@
+//! Building the DynamoDB client: endpoint, region, timeouts, retries, and an
+//! optional interceptor that counts every request by operation.
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{
+    BehaviorVersion, ConfigBag, Credentials, Intercept, Region, RuntimeComponents,
+};
+use aws_smithy_types::retry::RetryConfig;
+use aws_smithy_types::timeout::TimeoutConfig;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use std::sync::Arc;
+
+/// How to reach DynamoDB.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    /// A DynamoDB-compatible endpoint (`DYNAMODB_ENDPOINT`); `None` for AWS.
+    pub endpoint: Option<String>,
+    /// The region; defaults to the environment's, or `us-east-1` locally.
+    pub region: Option<String>,
+    /// The whole-operation timeout (all attempts), default 3 s.
+    pub operation_timeout: Option<Duration>,
+    /// Maximum attempts per request (default 3).
+    pub max_attempts: Option<u32>,
+    /// Counts every request sent, when set.
+    pub counter: Option<Arc<RequestCounter>>,
+}
+
+impl ClientOptions {
+    /// Options from the environment: `DYNAMODB_ENDPOINT`, `AWS_REGION`.
+    pub fn from_env() -> Self {
+        Self {
+            endpoint: std::env::var("DYNAMODB_ENDPOINT").ok().filter(|s| !s.is_empty()),
+            region: std::env::var("AWS_REGION").ok().filter(|s| !s.is_empty()),
+            ..Self::default()
+        }
+    }
+
+    /// Options for a local endpoint.
+    pub fn local(endpoint: &str) -> Self {
+        Self {
+            endpoint: Some(endpoint.to_owned()),
+            ..Self::default()
+        }
+    }
+}
+
+/// Builds the SDK client. With an endpoint and no credentials in the
+/// environment, static local credentials are used, so no credential chain
+/// (and no instance-metadata probe) runs on a laptop.
+pub async fn build(options: &ClientOptions) -> Client {
+    let timeout = TimeoutConfig::builder()
+        .operation_timeout(options.operation_timeout.unwrap_or(Duration::from_secs(3)))
+        .operation_attempt_timeout(
+            options
+                .operation_timeout
+                .unwrap_or(Duration::from_secs(3))
+                .min(Duration::from_secs(2)),
+        )
+        .connect_timeout(Duration::from_millis(500))
+        .build();
+    let retry = RetryConfig::standard().with_max_attempts(options.max_attempts.unwrap_or(3));
+    let mut builder = match &options.endpoint {
+        Some(endpoint) => {
+            let has_env_credentials = std::env::var("AWS_ACCESS_KEY_ID").is_ok();
+            let mut b = aws_sdk_dynamodb::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .endpoint_url(endpoint)
+                .region(Region::new(
+                    options.region.clone().unwrap_or_else(|| "us-east-1".to_owned()),
+                ));
+            if has_env_credentials {
+                let shared = aws_config::defaults(BehaviorVersion::latest()).load().await;
+                if let Some(provider) = shared.credentials_provider() {
+                    b = b.credentials_provider(provider);
+                }
+            } else {
+                b = b.credentials_provider(Credentials::new("local", "local", None, None, "tally-local"));
+            }
+            b
+        }
+        None => {
+            let mut loader = aws_config::defaults(BehaviorVersion::latest());
+            if let Some(region) = &options.region {
+                loader = loader.region(Region::new(region.clone()));
+            }
+            let shared = loader.load().await;
+            aws_sdk_dynamodb::config::Builder::from(&shared)
+        }
+    };
+    builder = builder.timeout_config(timeout).retry_config(retry);
+    if let Some(counter) = &options.counter {
+        builder = builder.interceptor(CountingInterceptor(counter.clone()));
+    }
+    Client::from_conf(builder.build())
+}
+
+/// Counts DynamoDB requests per operation (every attempt, retries included)
+/// and the read and write units the responses report.
+#[derive(Debug, Default)]
+pub struct RequestCounter {
+    by_operation: Mutex<BTreeMap<String, u64>>,
+    total: AtomicU64,
+    read_milli_units: AtomicU64,
+    write_milli_units: AtomicU64,
+}
+
+impl RequestCounter {
+    /// A new counter at zero, shared.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Every request sent so far.
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::SeqCst)
+    }
+
+    /// Requests per operation name (`PutItem`, `Query`, …).
+    pub fn by_operation(&self) -> BTreeMap<String, u64> {
+        self.by_operation.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Read units reported by responses that returned consumed capacity.
+    pub fn read_units(&self) -> f64 {
+        self.read_milli_units.load(Ordering::SeqCst) as f64 / 1000.0
+    }
+
+    /// Write units reported by responses that returned consumed capacity.
+    pub fn write_units(&self) -> f64 {
+        self.write_milli_units.load(Ordering::SeqCst) as f64 / 1000.0
+    }
+
+    /// Resets every figure to zero.
+    pub fn reset(&self) {
+        self.total.store(0, Ordering::SeqCst);
+        self.read_milli_units.store(0, Ordering::SeqCst);
+        self.write_milli_units.store(0, Ordering::SeqCst);
+        if let Ok(mut m) = self.by_operation.lock() {
+            m.clear();
+        }
+    }
+
+    pub(crate) fn add_read_units(&self, units: f64) {
+        self.read_milli_units
+            .fetch_add((units * 1000.0).round() as u64, Ordering::SeqCst);
+    }
+
+    pub(crate) fn add_write_units(&self, units: f64) {
+        self.write_milli_units
+            .fetch_add((units * 1000.0).round() as u64, Ordering::SeqCst);
+    }
+
+    fn record(&self, operation: &str) {
+        self.total.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut m) = self.by_operation.lock() {
+            *m.entry(operation.to_owned()).or_default() += 1;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct CountingInterceptor(Arc<RequestCounter>);
+
+impl Intercept for CountingInterceptor {
+    fn name(&self) -> &'static str {
+        "TallyRequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let target = context
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or("Unknown");
+        let operation = target.rsplit('.').next().unwrap_or(target);
+        self.0.record(operation);
+        Ok(())
+    }
+}

@@ -1,0 +1,63 @@
+//! Start-up configuration shared by the three Lambdas and the CLI: logging,
+//! the table name, and the salt secret.
+
+use crate::salt::random_secret;
+use tally_core::salt::Secret;
+
+/// Starts structured JSON logging on stderr, filtered by `RUST_LOG` (or
+/// `TALLY_LOG_LEVEL`, default `info`). Safe to call twice.
+pub fn init_tracing() {
+    let level = std::env::var("RUST_LOG")
+        .or_else(|_| std::env::var("TALLY_LOG_LEVEL"))
+        .unwrap_or_else(|_| "info".to_owned());
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(level))
+        .with_current_span(false)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// The table name: `TABLE_NAME`, or `tally`.
+pub fn table_name() -> String {
+    std::env::var("TABLE_NAME")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| crate::table::DEFAULT_TABLE_NAME.to_owned())
+}
+
+/// Whether this process runs in production (`TALLY_ENV=production`).
+pub fn is_production() -> bool {
+    std::env::var("TALLY_ENV").as_deref() == Ok("production")
+}
+
+/// The configuration is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Production without a salt secret.
+    #[error("TALLY_SALT_SECRET must be set (at least 32 characters) when TALLY_ENV=production")]
+    MissingSecret,
+}
+
+/// The salt secret from `TALLY_SALT_SECRET`. Without it, production refuses
+/// to start; elsewhere a random per-process secret is used with a loud
+/// warning (visitor ids then agree across instances only through the shared
+/// salt item).
+pub fn salt_secret() -> Result<Secret, ConfigError> {
+    secret_from(std::env::var("TALLY_SALT_SECRET").ok(), is_production())
+}
+
+/// [`salt_secret`] with its inputs passed in.
+pub fn secret_from(value: Option<String>, production: bool) -> Result<Secret, ConfigError> {
+    match value.filter(|v| !v.is_empty()) {
+        Some(v) if !production || v.len() >= 32 => Ok(Secret::new(v.into_bytes())),
+        _ if production => Err(ConfigError::MissingSecret),
+        _ => {
+            tracing::warn!(
+                "TALLY_SALT_SECRET is not set: using a random per-process secret; set it in production"
+            );
+            Ok(random_secret())
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! One error type for every store failure, and the mapping from SDK errors.
+
+use aws_sdk_dynamodb::error::SdkError;
+
+/// A store failure. Callers map `Unavailable` and `Throttled` to a 503.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// DynamoDB could not be reached, timed out, or failed on its side.
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
+    /// DynamoDB throttled the request after the SDK's retries.
+    #[error("the store is throttling requests")]
+    Throttled,
+    /// An item could not be read back into its type.
+    #[error("corrupt item: {0}")]
+    Corrupt(String),
+    /// The request itself was refused (a bug or a misconfigured table).
+    #[error("store request failed: {0}")]
+    Request(String),
+}
+
+impl StoreError {
+    /// Whether the failure is the store's (retry later) rather than ours.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unavailable(_) | Self::Throttled)
+    }
+}
+
+/// The DynamoDB error code of a service error, if it is one.
+pub fn service_code<E, R>(err: &SdkError<E, R>) -> Option<&str>
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    match err {
+        SdkError::ServiceError(service) => service.err().code(),
+        _ => None,
+    }
+}
+
+/// Maps any SDK error to a [`StoreError`].
+pub fn from_sdk<E, R>(err: SdkError<E, R>) -> StoreError
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match &err {
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or("Unknown");
+            match code {
+                "ProvisionedThroughputExceededException"
+                | "ThrottlingException"
+                | "RequestLimitExceeded" => StoreError::Throttled,
+                "InternalServerError" | "ServiceUnavailable" | "InternalFailure" => {
+                    StoreError::Unavailable(code.to_owned())
+                }
+                _ => StoreError::Request(format!(
+                    "{code}: {}",
+                    service.err().message().unwrap_or_default()
+                )),
+            }
+        }
+        SdkError::TimeoutError(_) => StoreError::Unavailable("timed out".to_owned()),
+        SdkError::DispatchFailure(_) => StoreError::Unavailable("connection failed".to_owned()),
+        SdkError::ResponseError(_) => StoreError::Unavailable("malformed response".to_owned()),
+        _ => StoreError::Request(format!("{}", aws_sdk_dynamodb::error::DisplayErrorContext(&err))),
+    }
+}

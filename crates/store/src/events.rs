@@ -1,0 +1,111 @@
+//! Raw events: one conditional PutItem per accepted event, and reads of the
+//! UTC-hour partitions that cover a time range.
+
+use crate::error::{StoreError, from_sdk, service_code};
+use crate::item::{from_item, number, with_keys};
+use crate::Store;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
+use futures::stream::{self, StreamExt, TryStreamExt};
+use tally_core::event::Event;
+use tally_core::keys::{EventKey, event_pk, hours_between};
+use tally_core::site::Site;
+use tally_core::{DAY_MS, Millis};
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// The event was stored.
+    Stored,
+    /// An event with the same key (same event id and time) was already
+    /// stored; nothing changed.
+    Duplicate,
+}
+
+/// How many hour partitions are read at once.
+pub const READ_CONCURRENCY: usize = 24;
+
+/// The TTL (epoch seconds) of an event at `at` for a site's retention.
+pub fn event_ttl(at: Millis, retention_days: u32) -> i64 {
+    (at + i64::from(retention_days) * DAY_MS) / 1000
+}
+
+impl Store {
+    /// Stores one event with one PutItem, conditional on the key being new,
+    /// so a beacon delivered twice is stored once without a lock item.
+    pub async fn put_event(&self, key: &EventKey, event: &Event, ttl: Option<i64>) -> Result<PutOutcome, StoreError> {
+        let item = with_keys(event, key.pk(), key.sk(), ttl)?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(PutOutcome::Stored),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => {
+                Ok(PutOutcome::Duplicate)
+            }
+            Err(err) => Err(from_sdk(err)),
+        }
+    }
+
+    /// Every event of one hour partition (all pages), skipping items whose
+    /// TTL has passed at `now` (expiry is lazy in DynamoDB).
+    pub async fn events_in_partition(&self, pk: String, now: Millis) -> Result<Vec<Event>, StoreError> {
+        let mut out = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(from_sdk)?;
+            self.add_read_units(page.consumed_capacity().and_then(|c| c.capacity_units()));
+            for item in page.items.unwrap_or_default() {
+                if number(&item, "ttl").is_some_and(|ttl| ttl * 1000 <= now) {
+                    continue;
+                }
+                out.push(from_item::<Event>(item)?);
+            }
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every event of a site in `[from, to)`, read from the hour partitions
+    /// (and shards) that overlap the range in parallel, sorted by time.
+    pub async fn events_between(&self, site: &Site, from: Millis, to: Millis, now: Millis) -> Result<Vec<Event>, StoreError> {
+        let shards: Vec<Option<u16>> = if site.shards <= 1 {
+            vec![None]
+        } else {
+            (0..site.shards).map(Some).collect()
+        };
+        let pks: Vec<String> = hours_between(from, to)
+            .into_iter()
+            .flat_map(|hour| shards.iter().map(move |s| event_pk(&site.id, hour, *s)))
+            .collect();
+        let parts: Vec<Vec<Event>> = stream::iter(pks)
+            .map(|pk| self.events_in_partition(pk, now))
+            .buffer_unordered(READ_CONCURRENCY)
+            .try_collect()
+            .await?;
+        let mut events: Vec<Event> = parts
+            .into_iter()
+            .flatten()
+            .filter(|e| e.ts >= from && e.ts < to)
+            .collect();
+        events.sort_by_key(|e| e.ts);
+        Ok(events)
+    }
+}

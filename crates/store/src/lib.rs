@@ -1,0 +1,82 @@
+//! `tally-store`: the DynamoDB adapter of Tally.
+//!
+//! Everything that talks to DynamoDB goes through [`Store`], which wraps one
+//! `aws-sdk-dynamodb` client and one table. Locally the client points at the
+//! embedded `dynoxide` server (`DYNAMODB_ENDPOINT`), in AWS at DynamoDB
+//! itself: the same code path either way.
+//!
+//! - [`table`]: the one table spec (keys, TTL, billing) and its creation.
+//! - [`client`]: building the SDK client, timeouts, and request counting.
+//! - [`error`]: one error type for every store failure.
+//! - [`events`]: raw-event writes (one conditional PutItem) and hour reads.
+//! - [`sites`]: sites, API keys and goals, with a per-instance site cache.
+//! - [`salt`]: the shared daily salt with its cache and local fallback.
+//! - [`clock`]: the clock the handlers are given.
+//! - [`ports`]: the small traits each Lambda's handler is written against.
+
+pub mod client;
+pub mod clock;
+pub mod env;
+pub mod error;
+pub mod events;
+pub mod item;
+pub mod ports;
+pub mod salt;
+pub mod sites;
+pub mod table;
+
+pub use client::{ClientOptions, RequestCounter};
+pub use error::StoreError;
+
+use aws_sdk_dynamodb::Client;
+use std::sync::Arc;
+
+/// One table reached through one SDK client.
+#[derive(Clone, Debug)]
+pub struct Store {
+    client: Client,
+    table: Arc<str>,
+    counter: Option<Arc<RequestCounter>>,
+}
+
+impl Store {
+    /// Wraps a client and a table name.
+    pub fn new(client: Client, table: impl Into<Arc<str>>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+            counter: None,
+        }
+    }
+
+    /// Builds the client from options and wraps it.
+    pub async fn connect(options: &ClientOptions, table: &str) -> Self {
+        let client = client::build(options).await;
+        Self {
+            client,
+            table: table.into(),
+            counter: options.counter.clone(),
+        }
+    }
+
+    /// The SDK client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The request counter, when the client was built with one.
+    pub fn counter(&self) -> Option<&Arc<RequestCounter>> {
+        self.counter.as_ref()
+    }
+
+    pub(crate) fn add_read_units(&self, units: Option<f64>) {
+        if let (Some(counter), Some(units)) = (&self.counter, units) {
+            counter.add_read_units(units);
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Sites, API keys and goals: the configuration items under `SITES` and
+//! `SITE#{site}`, and a per-instance site cache for the hot path.
+
+use crate::error::{StoreError, from_sdk, service_code};
+use crate::item::{Item, from_item, key, string, with_keys};
+use crate::Store;
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tally_core::Millis;
+use tally_core::keys::{self, SITES_PK};
+use tally_core::site::Site;
+
+/// A stored API key (the key itself is never stored, only its hash).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiKeyRecord {
+    /// Hex SHA-256 of the key.
+    pub hash: String,
+    /// The first characters of the key, to tell keys apart in listings.
+    pub prefix: String,
+    /// A label given at creation.
+    #[serde(default)]
+    pub label: String,
+    /// When the key was created.
+    pub created_at: Millis,
+    /// When the key was revoked, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<Millis>,
+}
+
+impl Store {
+    /// Creates a site; fails with `Request` if the id is taken.
+    pub async fn create_site(&self, site: &Site) -> Result<(), StoreError> {
+        let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Err(
+                StoreError::Request(format!("site {:?} already exists", site.id)),
+            ),
+            Err(err) => Err(from_sdk(err)),
+        }
+    }
+
+    /// Writes a site, replacing its settings.
+    pub async fn put_site(&self, site: &Site) -> Result<(), StoreError> {
+        let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
+        self.put(item).await
+    }
+
+    /// Reads one site.
+    pub async fn site(&self, id: &str) -> Result<Option<Site>, StoreError> {
+        match self.get(key(SITES_PK, keys::site_sk(id)), false).await? {
+            Some(item) => Ok(Some(from_item(item)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every site, in id order.
+    pub async fn sites(&self) -> Result<Vec<Site>, StoreError> {
+        self.query_prefix(SITES_PK, "SITE#")
+            .await?
+            .into_iter()
+            .map(from_item)
+            .collect()
+    }
+
+    /// Every site item, raw, so one corrupt site does not hide the others.
+    pub async fn site_items(&self) -> Result<Vec<(String, Result<Site, StoreError>)>, StoreError> {
+        Ok(self
+            .query_prefix(SITES_PK, "SITE#")
+            .await?
+            .into_iter()
+            .map(|item| {
+                let id = string(&item, "sk")
+                    .and_then(keys::parse_site_sk)
+                    .unwrap_or("?")
+                    .to_owned();
+                (id, from_item(item))
+            })
+            .collect())
+    }
+
+    /// Stores an API key record under its site.
+    pub async fn put_api_key(&self, site: &str, record: &ApiKeyRecord) -> Result<(), StoreError> {
+        let item = with_keys(record, keys::site_pk(site), keys::api_key_sk(&record.hash), None)?;
+        self.put(item).await
+    }
+
+    /// Reads an API key record by the key's hash.
+    pub async fn api_key(&self, site: &str, hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
+        match self.get(key(keys::site_pk(site), keys::api_key_sk(hash)), false).await? {
+            Some(item) => Ok(Some(from_item(item)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every API key record of a site.
+    pub async fn api_keys(&self, site: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        self.query_prefix(&keys::site_pk(site), keys::API_KEY_PREFIX)
+            .await?
+            .into_iter()
+            .map(from_item)
+            .collect()
+    }
+
+    /// Writes an item unconditionally.
+    pub(crate) async fn put(&self, item: Item) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        Ok(())
+    }
+
+    /// Reads an item by key.
+    pub(crate) async fn get(&self, key: Item, consistent: bool) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        Ok(out.item)
+    }
+
+    /// Deletes an item by key.
+    pub(crate) async fn delete(&self, key: Item) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        Ok(())
+    }
+
+    /// Every item of a partition whose sort key starts with `prefix`.
+    pub(crate) async fn query_prefix(&self, pk: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
+        let mut out = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
+                .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(from_sdk)?;
+            out.extend(page.items.unwrap_or_default());
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// How long a cached site (or a cached "no such site") is trusted.
+pub const SITE_CACHE_TTL: Duration = Duration::from_secs(60);
+/// Most sites a cache holds; beyond it the cache is cleared, so random
+/// site ids cannot grow memory without bound.
+pub const SITE_CACHE_CAPACITY: usize = 10_000;
+
+/// A per-instance cache of site settings in front of the store: a warm
+/// instance reads a site once a minute, not once per event. Unknown ids are
+/// cached too, so a flood of bogus ids costs one read per id per minute.
+#[derive(Debug, Default)]
+pub struct SiteCache {
+    entries: Mutex<HashMap<String, (Option<Arc<Site>>, Instant)>>,
+}
+
+impl SiteCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The cached answer for `id`, if fresh.
+    pub fn cached(&self, id: &str) -> Option<Option<Arc<Site>>> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .get(id)
+            .filter(|(_, at)| at.elapsed() < SITE_CACHE_TTL)
+            .map(|(site, _)| site.clone())
+    }
+
+    /// Remembers the answer for `id`.
+    pub fn remember(&self, id: &str, site: Option<Arc<Site>>) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= SITE_CACHE_CAPACITY {
+                entries.clear();
+            }
+            entries.insert(id.to_owned(), (site, Instant::now()));
+        }
+    }
+
+    /// Reads `id` through the cache.
+    pub async fn site(&self, store: &Store, id: &str) -> Result<Option<Arc<Site>>, StoreError> {
+        if let Some(hit) = self.cached(id) {
+            return Ok(hit);
+        }
+        let site = store.site(id).await?.map(Arc::new);
+        self.remember(id, site.clone());
+        Ok(site)
+    }
+}

@@ -1,0 +1,134 @@
+//! Shared helpers of the cross-crate tests: an embedded DynamoDB-compatible
+//! server (`dynoxide`, in memory) per test, reached through the real
+//! `aws-sdk-dynamodb` client with a request counter, and request builders.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+use tally_store::table::ensure_table;
+use tally_store::{ClientOptions, RequestCounter, Store};
+use tokio::sync::watch;
+
+/// A running embedded store with the Tally table.
+pub struct Harness {
+    /// The store, counting its requests.
+    pub store: Store,
+    /// The endpoint URL.
+    pub endpoint: String,
+    /// Requests and units seen by `store`.
+    pub counter: Arc<RequestCounter>,
+    stop: watch::Sender<bool>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Harness {
+    /// Starts an in-memory server on a free loopback port and creates the table.
+    pub async fn start() -> Self {
+        let db = dynoxide::Database::memory().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, mut rx) = watch::channel(false);
+        tokio::spawn(async move {
+            let _ = dynoxide::server::serve_with_shutdown(listener, db, async move {
+                let _ = rx.changed().await;
+            })
+            .await;
+        });
+        let counter = RequestCounter::new();
+        let store = Store::connect(
+            &ClientOptions {
+                counter: Some(counter.clone()),
+                ..ClientOptions::local(&endpoint)
+            },
+            "tally",
+        )
+        .await;
+        ensure_table(store.client(), "tally").await.unwrap();
+        counter.reset();
+        Self {
+            store,
+            endpoint,
+            counter,
+            stop,
+        }
+    }
+
+    /// Another client on the same table (a second "instance").
+    pub async fn second_store(&self) -> (Store, Arc<RequestCounter>) {
+        let counter = RequestCounter::new();
+        let store = Store::connect(
+            &ClientOptions {
+                counter: Some(counter.clone()),
+                ..ClientOptions::local(&self.endpoint)
+            },
+            "tally",
+        )
+        .await;
+        (store, counter)
+    }
+
+    /// Every item in the table (a full scan), for asserting what is stored.
+    pub async fn scan(&self) -> Vec<tally_store::item::Item> {
+        let mut out = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .store
+                .client()
+                .scan()
+                .table_name("tally")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .unwrap();
+            out.extend(page.items.unwrap_or_default());
+            match page.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// Every raw-event item (pk contains `#H#`).
+    pub async fn event_items(&self) -> Vec<tally_store::item::Item> {
+        self.scan()
+            .await
+            .into_iter()
+            .filter(|i| tally_store::item::string(i, "pk").is_some_and(|pk| pk.contains("#H#")))
+            .collect()
+    }
+}
+
+/// A POST /collect request as API Gateway delivers it.
+pub fn collect_request(body: &str, ip: &str, user_agent: &str) -> lambda_http::Request {
+    use lambda_http::RequestExt;
+    let mut context = lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
+    context.http.method = http::Method::POST;
+    context.http.source_ip = Some(ip.to_owned());
+    http::Request::builder()
+        .method("POST")
+        .uri("/collect")
+        .header("content-type", "text/plain")
+        .header("user-agent", user_agent)
+        .body(lambda_http::Body::Text(body.to_owned()))
+        .unwrap()
+        .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context))
+}
+
+/// The status and JSON body of a response.
+pub fn status_and_json(response: lambda_http::Response<lambda_http::Body>) -> (u16, serde_json::Value) {
+    let status = response.status().as_u16();
+    let body: &[u8] = response.body();
+    let json = if body.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_slice(body).unwrap_or(serde_json::Value::Null)
+    };
+    (status, json)
+}
