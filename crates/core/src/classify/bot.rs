@@ -141,6 +141,7 @@ const MONITORS: &[&str] = &[
     "kube-probe",
     "route53-health-check",
     "stackdrivermonitoring",
+    "watchdog",
 ];
 
 /// Link-preview fetchers (social networks, messengers).
@@ -166,6 +167,7 @@ const PREVIEWS: &[&str] = &[
     "snap url preview",
     "quora link preview",
     "google-pagerenderer",
+    "google web preview",
 ];
 
 /// Headless and automated browsers, and page-speed tools.
@@ -222,6 +224,7 @@ const HTTP_LIBRARIES: &[&str] = &[
     "powershell",
     "deno/",
     "gocolly",
+    "indy library",
 ];
 
 /// HTTP libraries whose name is only trustworthy at the start of the agent
@@ -314,6 +317,9 @@ const LISTS: &[(&[&str], Rule)] = &[
     (GENERIC, Rule::Generic),
 ];
 
+/// Priority of [`HTTP_LIBRARIES`] in [`LISTS`], for the prefix-only names.
+const HTTP_LIBRARY_PRIORITY: u8 = 4;
+
 const PATTERN_COUNT: usize = {
     let mut n = 0;
     let mut i = 0;
@@ -399,16 +405,17 @@ pub fn detect_bot(ua: &str) -> Option<BotKind> {
         return Some(BotKind::Empty);
     }
     let bytes = ua.as_bytes();
-    let (named, generic) = scan(bytes);
-    if let Some(kind) = named {
-        return Some(kind);
-    }
-    if HTTP_LIBRARY_PREFIXES.iter().any(|p| {
+    let (mut best, generic) = scan(bytes);
+    let library_prefix = HTTP_LIBRARY_PREFIXES.iter().any(|p| {
         bytes
             .get(..p.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(p.as_bytes()))
-    }) {
-        return Some(BotKind::HttpLibrary);
+    });
+    if library_prefix && best.is_none_or(|(p, _)| p > HTTP_LIBRARY_PRIORITY) {
+        best = Some((HTTP_LIBRARY_PRIORITY, BotKind::HttpLibrary));
+    }
+    if let Some((_, kind)) = best {
+        return Some(kind);
     }
     if ua.len() < MIN_UA_LEN {
         return Some(BotKind::TooShort);
@@ -416,19 +423,22 @@ pub fn detect_bot(ua: &str) -> Option<BotKind> {
     generic.then_some(BotKind::Crawler)
 }
 
-/// One pass over the agent: the highest-priority named kind found, and
-/// whether a generic token occurs.
-fn scan(ua: &[u8]) -> (Option<BotKind>, bool) {
+/// One pass over the agent: the highest-priority named kind found (with its
+/// priority), and whether a generic token occurs.
+fn scan(ua: &[u8]) -> (Option<(u8, BotKind)>, bool) {
     let mut best: Option<(u8, BotKind)> = None;
     let mut generic = false;
-    for i in 0..ua.len().saturating_sub(2) {
+    for (i, w) in ua.windows(3).enumerate() {
         let h = bucket(
-            ua[i].to_ascii_lowercase(),
-            ua[i + 1].to_ascii_lowercase(),
-            ua[i + 2].to_ascii_lowercase(),
+            w[0].to_ascii_lowercase(),
+            w[1].to_ascii_lowercase(),
+            w[2].to_ascii_lowercase(),
         );
-        let (start, end) = (INDEX.offsets[h] as usize, INDEX.offsets[h + 1] as usize);
-        for &entry in &INDEX.entries[start..end] {
+        let (start, end) = (INDEX.offsets[h], INDEX.offsets[h + 1]);
+        if start == end {
+            continue;
+        }
+        for &entry in &INDEX.entries[usize::from(start)..usize::from(end)] {
             let (pattern, rule, priority) = PATTERNS[entry as usize];
             let matched = ua
                 .get(i..i + pattern.len())
@@ -439,7 +449,7 @@ fn scan(ua: &[u8]) -> (Option<BotKind>, bool) {
             match rule {
                 Rule::Named(kind) => {
                     if priority == 0 {
-                        return (Some(kind), generic);
+                        return (Some((priority, kind)), generic);
                     }
                     if best.is_none_or(|(p, _)| priority < p) {
                         best = Some((priority, kind));
@@ -451,7 +461,7 @@ fn scan(ua: &[u8]) -> (Option<BotKind>, bool) {
             }
         }
     }
-    (best.map(|(_, kind)| kind), generic)
+    (best, generic)
 }
 
 /// Whether a generic match at `at` is part of a known non-bot name.
@@ -818,6 +828,31 @@ mod tests {
     }
 
     #[test]
+    fn every_pattern_is_found_through_the_trigram_index() {
+        for &(pattern, rule, priority) in &PATTERNS {
+            let ua = format!(
+                "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 xx{}xx",
+                pattern.to_ascii_uppercase()
+            );
+            let (best, generic) = scan(ua.as_bytes());
+            match rule {
+                Rule::Named(_) => {
+                    assert!(best.is_some_and(|(p, _)| p <= priority), "{pattern:?}");
+                }
+                Rule::Generic => assert!(generic, "{pattern:?}"),
+            }
+            assert!(detect_bot(&ua).is_some(), "{pattern:?}");
+        }
+    }
+
+    #[test]
+    fn cubot_only_hides_its_own_bot_token() {
+        let phone = "Mozilla/5.0 (Linux; Android 10; CUBOT_X30) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0.6045.163 Mobile Safari/537.36";
+        assert_eq!(detect_bot(phone), None);
+        assert_eq!(detect_bot(&format!("{phone} FooBot/1.0")), Some(Crawler));
+    }
+
+    #[test]
     fn real_browsers_including_cubot_phones_are_not_bots() {
         assert!(REAL_BROWSER_UAS.iter().any(|(ua, ..)| ua.contains("CUBOT")));
         assert!(REAL_BROWSER_UAS.iter().any(|(ua, ..)| ua.contains("Cubot")));
@@ -925,6 +960,10 @@ mod tests {
             }
         }
         assert_eq!(PATTERNS.len(), PATTERN_COUNT);
+        assert_eq!(
+            LISTS[HTTP_LIBRARY_PRIORITY as usize].1,
+            Rule::Named(HttpLibrary)
+        );
         assert_eq!(INDEX.offsets[BUCKETS] as usize, PATTERN_COUNT);
     }
 

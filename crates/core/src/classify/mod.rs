@@ -6,8 +6,10 @@
 //! - [`referrer`]: referrer URL + UTM parameters -> source name and channel.
 //! - [`geo`]: IANA time zone -> ISO 3166 country, country names.
 //!
-//! Everything here is pure and cheap (a few microseconds per event), with no
-//! start-up work: no regexes compiled, no files read.
+//! Everything here is pure and cheap (a few microseconds per event) and reads
+//! no files; the tables are compiled in. The only one-off cost is woothee's
+//! lazily compiled regexes on the first [`ua::classify_user_agent`] call
+//! (measured ≈ 0.7 ms once per process, release build).
 
 pub mod bot;
 pub mod geo;

@@ -1,11 +1,11 @@
 //! User agent -> browser, operating system and device type.
 //!
-//! [`woothee`] is the base parser (no start-up cost, a few microseconds per
-//! call). On top of it sit small ordered substring rules for what woothee gets
-//! wrong or does not know: in-app browsers (Facebook, Instagram, TikTok, ...),
-//! Chromium forks that announce themselves with their own token (Edge, Opera,
-//! Samsung Internet, ...), Chrome/Firefox on iOS, Android WebView, iPadOS and
-//! tablets. Every name returned is a `&'static str`, so classifying allocates
+//! [`woothee`] is the base parser (2–4 µs per call; its regexes compile
+//! lazily, ≈ 0.7 ms once, on the first call). On top of it sit small ordered
+//! substring rules for what woothee gets wrong or does not know: in-app
+//! browsers (Facebook, Instagram, TikTok, ...), Chromium forks that announce
+//! themselves with their own token (Edge, Opera, Samsung Internet, ...),
+//! Chrome/Firefox on iOS, Android WebView, iPadOS and tablets. Every name returned is a `&'static str`, so classifying allocates
 //! nothing of its own. Bots are not this module's concern; see
 //! [`super::bot`].
 

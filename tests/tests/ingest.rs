@@ -1,0 +1,288 @@
+//! End-to-end ingest: the real handler, the real SDK client, the embedded
+//! DynamoDB-compatible server.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use tally_core::site::Site;
+use tally_core::zone::utc_midnight;
+use tally_ingest::{Config, handle};
+use tally_store::clock::ManualClock;
+use tally_store::item::{Item, number, string};
+use tally_store::ports::DynamoIngest;
+use tally_store::salt::{SharedSalt, random_secret};
+use tally_tests::{Harness, collect_request, status_and_json};
+use time::macros::date;
+
+const CHROME_MAC: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+const SAFARI_IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+const FIREFOX_WIN: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0";
+
+/// 2026-11-30 10:00:00 UTC.
+fn t0() -> i64 {
+    utc_midnight(date!(2026 - 11 - 30)) + 10 * 3_600_000
+}
+
+struct Rig {
+    h: Harness,
+    ingest: DynamoIngest,
+    clock: ManualClock,
+    config: Config,
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let h = Harness::start().await;
+        for site in [
+            Site::new("blog", &["example.com".into()], "Europe/Berlin", 0).unwrap(),
+            Site::new("shop", &["*.shop.io".into()], "America/New_York", 0).unwrap(),
+        ] {
+            h.store.create_site(&site).await.unwrap();
+        }
+        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+        Self { h, ingest, clock: ManualClock::at(t0()), config: Config::default() }
+    }
+
+    async fn post(&self, body: &str, ip: &str, ua: &str) -> (u16, serde_json::Value) {
+        status_and_json(handle(&self.ingest, &self.clock, &self.config, collect_request(body, ip, ua)).await)
+    }
+
+    async fn post_with_origin(&self, body: &str, origin: &str) -> (u16, serde_json::Value) {
+        let mut request = collect_request(body, "198.51.100.1", CHROME_MAC);
+        request.headers_mut().insert("origin", origin.parse().unwrap());
+        status_and_json(handle(&self.ingest, &self.clock, &self.config, request).await)
+    }
+}
+
+fn eid(n: u32, ts: i64) -> String {
+    format!("r{n:011}{}", to_base36(ts))
+}
+
+fn to_base36(mut n: i64) -> String {
+    let mut out = Vec::new();
+    while n > 0 {
+        out.push(std::char::from_digit((n % 36) as u32, 36).unwrap());
+        n /= 36;
+    }
+    out.iter().rev().collect()
+}
+
+fn pageview(site: &str, url: &str, referrer: &str, n: u32, ts: i64) -> String {
+    serde_json::json!({
+        "s": site, "sid": format!("sess{n}"), "e": "pageview", "p": {}, "u": url, "r": referrer,
+        "t": "Title", "sw": 1440, "sh": 900, "tz": "Europe/Berlin", "eid": eid(n, ts), "ts": ts
+    })
+    .to_string()
+}
+
+fn by_path<'a>(items: &'a [Item], path: &str) -> Vec<&'a Item> {
+    items.iter().filter(|i| string(i, "p") == Some(path)).collect()
+}
+
+#[tokio::test]
+async fn stores_exact_items_for_several_visitors() {
+    let rig = Rig::new().await;
+    let t = t0();
+    let posts = [
+        (pageview("blog", "https://example.com/pricing?utm_source=newsletter&utm_medium=email&utm_campaign=launch", "https://www.google.com/", 1, t), "203.0.113.1", CHROME_MAC),
+        (serde_json::json!({"s":"blog","sid":"sess1","e":"event","u":"https://example.com/pricing","p":{"name":"Signup","value":10,"props":{"plan":"pro"}},"tz":"Europe/Berlin","eid":eid(2, t + 1000),"ts":t + 1000}).to_string(), "203.0.113.1", CHROME_MAC),
+        (serde_json::json!({"s":"blog","sid":"sess1","e":"engagement","u":"https://example.com/pricing","p":{"timeOnPage":42,"scrollDepth":80},"tz":"Europe/Berlin","eid":eid(3, t + 2000),"ts":t + 2000}).to_string(), "203.0.113.1", CHROME_MAC),
+        (pageview("blog", "https://www.example.com/", "https://t.co/abc", 4, t + 3000), "203.0.113.2", SAFARI_IPHONE),
+        (pageview("blog", "https://example.com/docs", "", 5, t + 4000), "2001:db8::7", FIREFOX_WIN),
+        (pageview("shop", "https://eu.shop.io/cart", "", 6, t + 5000), "203.0.113.1", CHROME_MAC),
+    ];
+    for (body, ip, ua) in &posts {
+        let (status, json) = rig.post(body, ip, ua).await;
+        assert_eq!(status, 202, "{json}");
+        assert_eq!(json["status"], "accepted");
+    }
+    // The same visitor the next local day in Berlin.
+    rig.clock.set(t + 86_400_000);
+    let next_day = pageview("blog", "https://example.com/pricing", "", 7, t + 86_400_000);
+    assert_eq!(rig.post(&next_day, "203.0.113.1", CHROME_MAC).await.0, 202);
+
+    let items = rig.h.event_items().await;
+    assert_eq!(items.len(), 7);
+
+    let pricing = by_path(&items, "/pricing");
+    assert_eq!(pricing.len(), 4, "page view, event, engagement, next-day view");
+    let first = pricing.iter().find(|i| string(i, "k") == Some("pv") && number(i, "ts") == Some(t)).unwrap();
+    assert_eq!(string(first, "pk"), Some("SITE#blog#H#2026-11-30T10"));
+    assert!(string(first, "sk").unwrap().starts_with("00:00.000#"));
+    assert_eq!(string(first, "h"), Some("example.com"));
+    assert_eq!(string(first, "br"), Some("Chrome"));
+    assert_eq!(string(first, "os"), Some("macOS"));
+    assert_eq!(string(first, "dv"), Some("desktop"));
+    assert_eq!(string(first, "src"), Some("Newsletter"), "a known utm_source gets its display name");
+    assert_eq!(string(first, "ch"), Some("Email"));
+    assert_eq!(string(first, "us"), Some("newsletter"));
+    assert_eq!(string(first, "um"), Some("email"));
+    assert_eq!(string(first, "uc"), Some("launch"));
+    assert_eq!(string(first, "rf"), Some("google.com"));
+    assert_eq!(string(first, "co"), Some("DE"));
+    assert_eq!(string(first, "sc"), Some("1440x900"));
+    assert_eq!(string(first, "sid"), Some("sess1"));
+    assert_eq!(number(first, "ttl"), Some(t / 1000 + 30 * 86_400));
+
+    let event = pricing.iter().find(|i| string(i, "k") == Some("ev")).unwrap();
+    assert_eq!(string(event, "n"), Some("Signup"));
+    assert_eq!(number(event, "v"), Some(10));
+    let engagement = pricing.iter().find(|i| string(i, "k") == Some("en")).unwrap();
+    assert_eq!(number(engagement, "em"), Some(42_000));
+    assert_eq!(number(engagement, "sd"), Some(80));
+
+    // Visitor ids: stable within a day, different across visitors, sites and days.
+    let vid = |i: &Item| string(i, "vid").unwrap().to_owned();
+    assert_eq!(vid(first), vid(event));
+    assert_eq!(vid(first), vid(engagement));
+    let home = by_path(&items, "/")[0];
+    assert_eq!(string(home, "br"), Some("Safari"));
+    assert_eq!(string(home, "os"), Some("iOS"));
+    assert_eq!(string(home, "dv"), Some("mobile"));
+    assert_eq!(string(home, "src"), Some("Twitter"));
+    assert_eq!(string(home, "ch"), Some("Organic Social"));
+    let docs = by_path(&items, "/docs")[0];
+    assert_eq!(string(docs, "br"), Some("Firefox"));
+    assert_eq!(string(docs, "os"), Some("Windows"));
+    assert_eq!(string(docs, "src"), Some("Direct"));
+    let cart = by_path(&items, "/cart")[0];
+    assert_eq!(string(cart, "pk"), Some("SITE#shop#H#2026-11-30T10"));
+    let next = pricing.iter().find(|i| number(i, "ts") == Some(t + 86_400_000)).unwrap();
+    let ids: HashSet<String> = [first, home, docs, cart, *next].iter().map(|i| vid(i)).collect();
+    assert_eq!(ids.len(), 5, "distinct visitors, sites and days give distinct ids");
+
+    // Nothing stored holds the IP or the raw user agent.
+    for item in rig.h.scan().await {
+        let text = format!("{item:?}");
+        for secret in ["203.0.113", "2001:db8", "Mozilla/5.0", "AppleWebKit"] {
+            assert!(!text.contains(secret), "{secret} stored in {text}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_same_eid_posted_twice_is_stored_once() {
+    let rig = Rig::new().await;
+    let body = pageview("blog", "https://example.com/", "", 1, t0());
+    assert_eq!(rig.post(&body, "203.0.113.1", CHROME_MAC).await.1["status"], "accepted");
+    rig.clock.advance(3_000);
+    let (status, json) = rig.post(&body, "203.0.113.1", CHROME_MAC).await;
+    assert_eq!((status, json["status"].as_str()), (202, Some("duplicate")));
+    assert_eq!(rig.h.event_items().await.len(), 1);
+}
+
+#[tokio::test]
+async fn bots_are_answered_2xx_and_stored_zero_times() {
+    let rig = Rig::new().await;
+    let bots = [
+        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36",
+        "curl/8.5.0",
+        "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)",
+        "",
+    ];
+    for (n, ua) in bots.iter().enumerate() {
+        let body = pageview("blog", "https://example.com/", "", n as u32, t0());
+        let (status, json) = rig.post(&body, "203.0.113.1", ua).await;
+        assert_eq!(status, 202, "{ua}");
+        assert_eq!(json["status"], "dropped", "{ua}");
+    }
+    assert_eq!(rig.h.event_items().await.len(), 0);
+    assert_eq!(rig.config.counters.snapshot()["dropped"], 5);
+}
+
+macro_rules! bad_input {
+    ($($name:ident: $body:expr => $status:expr, $code:expr;)*) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let rig = Rig::new().await;
+            let body: String = $body;
+            let (status, json) = rig.post(&body, "203.0.113.1", CHROME_MAC).await;
+            assert_eq!(status, $status, "{json}");
+            assert_eq!(json["error"]["code"], $code);
+            assert!(json["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+            assert_eq!(rig.h.event_items().await.len(), 0, "nothing is stored");
+        }
+    )*};
+}
+
+bad_input! {
+    rejects_an_unknown_site: pageview("nope", "https://example.com/", "", 1, t0()) => 404, "unknown_site";
+    rejects_a_site_id_with_unicode_tricks: pageview("ｂlog", "https://example.com/", "", 1, t0()) => 404, "unknown_site";
+    rejects_a_foreign_host: pageview("blog", "https://evil.example.net/", "", 1, t0()) => 403, "foreign_host";
+    rejects_malformed_json: r#"{"s":"blog","u":"#.to_owned() => 400, "invalid_json";
+    rejects_an_oversized_body: format!(r#"{{"s":"blog","u":"https://example.com/","t":"{}"}}"#, "x".repeat(1 << 20)) => 413, "body_too_large";
+    rejects_a_missing_site: r#"{"u":"https://example.com/"}"#.to_owned() => 400, "missing_field";
+    rejects_a_missing_url: r#"{"s":"blog"}"#.to_owned() => 400, "missing_field";
+    rejects_a_javascript_url: r#"{"s":"blog","u":"javascript:alert(1)"}"#.to_owned() => 400, "invalid_field";
+    rejects_an_empty_body: String::new() => 400, "empty_body";
+    rejects_a_json_array: "[1,2,3]".to_owned() => 400, "invalid_payload";
+    rejects_an_unknown_event_type: r#"{"s":"blog","u":"https://example.com/","e":"drop_tables"}"#.to_owned() => 400, "unknown_event_type";
+}
+
+#[tokio::test]
+async fn rejects_a_foreign_origin() {
+    let rig = Rig::new().await;
+    let body = pageview("blog", "https://example.com/", "", 1, t0());
+    let (status, json) = rig.post_with_origin(&body, "https://attacker.test").await;
+    assert_eq!((status, json["error"]["code"].as_str()), (403, Some("foreign_origin")));
+    assert_eq!(rig.h.event_items().await.len(), 0);
+    let (status, _) = rig.post_with_origin(&body, "https://example.com").await;
+    assert_eq!(status, 202);
+}
+
+#[tokio::test]
+async fn a_warm_instance_makes_one_write_and_nothing_else_per_page_view() {
+    let rig = Rig::new().await;
+    // Warm up: the site and the day's salt are read once.
+    assert_eq!(rig.post(&pageview("blog", "https://example.com/", "", 0, t0()), "203.0.113.1", CHROME_MAC).await.0, 202);
+    rig.h.counter.reset();
+    for n in 1..=20u32 {
+        let ts = t0() + i64::from(n) * 10;
+        let body = pageview("blog", &format!("https://example.com/p{n}"), "", n, ts);
+        assert_eq!(rig.post(&body, &format!("203.0.113.{n}"), CHROME_MAC).await.0, 202);
+    }
+    let ops = rig.h.counter.by_operation();
+    assert_eq!(rig.h.counter.total(), 20, "{ops:?}");
+    assert_eq!(ops.get("PutItem"), Some(&20), "{ops:?}");
+}
+
+#[tokio::test]
+async fn two_instances_without_a_secret_agree_on_visitor_ids() {
+    let h = Harness::start().await;
+    h.store.create_site(&Site::new("blog", &["example.com".into()], "UTC", 0).unwrap()).await.unwrap();
+    let (second, _) = h.second_store().await;
+    // Each instance has its own random secret, as without TALLY_SALT_SECRET.
+    let a = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let b = DynamoIngest::new(second, SharedSalt::new(random_secret()));
+    let clock = ManualClock::at(t0());
+    let config = Config::default();
+    let body_a = pageview("blog", "https://example.com/a", "", 1, t0());
+    let body_b = pageview("blog", "https://example.com/b", "", 2, t0() + 5);
+    assert_eq!(status_and_json(handle(&a, &clock, &config, collect_request(&body_a, "203.0.113.9", CHROME_MAC)).await).0, 202);
+    assert_eq!(status_and_json(handle(&b, &clock, &config, collect_request(&body_b, "203.0.113.9", CHROME_MAC)).await).0, 202);
+    let items = h.event_items().await;
+    assert_eq!(items.len(), 2);
+    assert_eq!(string(&items[0], "vid"), string(&items[1], "vid"));
+    let salts: Vec<_> = h.scan().await.into_iter().filter(|i| string(i, "pk") == Some("SALT")).collect();
+    assert_eq!(salts.len(), 1, "one shared salt item for the day");
+}
+
+#[tokio::test]
+async fn the_store_being_down_gives_503_and_the_local_salt_fallback() {
+    let h = Harness::start().await;
+    let site = Site::new("blog", &["example.com".into()], "UTC", 0).unwrap();
+    h.store.create_site(&site).await.unwrap();
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let clock = ManualClock::at(t0());
+    let config = Config::default();
+    let body = pageview("blog", "https://example.com/", "", 1, t0());
+    assert_eq!(status_and_json(handle(&ingest, &clock, &config, collect_request(&body, "203.0.113.9", CHROME_MAC)).await).0, 202);
+    drop(h);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let body = pageview("blog", "https://example.com/x", "", 2, t0() + 10);
+    let started = std::time::Instant::now();
+    let (status, json) = status_and_json(handle(&ingest, &clock, &config, collect_request(&body, "203.0.113.9", CHROME_MAC)).await);
+    assert_eq!((status, json["error"]["code"].as_str()), (503, Some("store_unavailable")));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
