@@ -108,7 +108,8 @@ impl Harness {
 /// A POST /collect request as API Gateway delivers it.
 pub fn collect_request(body: &str, ip: &str, user_agent: &str) -> lambda_http::Request {
     use lambda_http::RequestExt;
-    let mut context = lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
+    let mut context =
+        lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
     context.http.method = http::Method::POST;
     context.http.source_ip = Some(ip.to_owned());
     http::Request::builder()
@@ -122,7 +123,9 @@ pub fn collect_request(body: &str, ip: &str, user_agent: &str) -> lambda_http::R
 }
 
 /// The status and JSON body of a response.
-pub fn status_and_json(response: lambda_http::Response<lambda_http::Body>) -> (u16, serde_json::Value) {
+pub fn status_and_json(
+    response: lambda_http::Response<lambda_http::Body>,
+) -> (u16, serde_json::Value) {
     let status = response.status().as_u16();
     let body: &[u8] = response.body();
     let json = if body.is_empty() {

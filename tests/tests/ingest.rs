@@ -16,7 +16,8 @@ use time::macros::date;
 
 const CHROME_MAC: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 const SAFARI_IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
-const FIREFOX_WIN: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0";
+const FIREFOX_WIN: &str =
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0";
 
 /// 2026-11-30 10:00:00 UTC.
 fn t0() -> i64 {
@@ -40,16 +41,31 @@ impl Rig {
             h.store.create_site(&site).await.unwrap();
         }
         let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
-        Self { h, ingest, clock: ManualClock::at(t0()), config: Config::default() }
+        Self {
+            h,
+            ingest,
+            clock: ManualClock::at(t0()),
+            config: Config::default(),
+        }
     }
 
     async fn post(&self, body: &str, ip: &str, ua: &str) -> (u16, serde_json::Value) {
-        status_and_json(handle(&self.ingest, &self.clock, &self.config, collect_request(body, ip, ua)).await)
+        status_and_json(
+            handle(
+                &self.ingest,
+                &self.clock,
+                &self.config,
+                collect_request(body, ip, ua),
+            )
+            .await,
+        )
     }
 
     async fn post_with_origin(&self, body: &str, origin: &str) -> (u16, serde_json::Value) {
         let mut request = collect_request(body, "198.51.100.1", CHROME_MAC);
-        request.headers_mut().insert("origin", origin.parse().unwrap());
+        request
+            .headers_mut()
+            .insert("origin", origin.parse().unwrap());
         status_and_json(handle(&self.ingest, &self.clock, &self.config, request).await)
     }
 }
@@ -76,7 +92,10 @@ fn pageview(site: &str, url: &str, referrer: &str, n: u32, ts: i64) -> String {
 }
 
 fn by_path<'a>(items: &'a [Item], path: &str) -> Vec<&'a Item> {
-    items.iter().filter(|i| string(i, "p") == Some(path)).collect()
+    items
+        .iter()
+        .filter(|i| string(i, "p") == Some(path))
+        .collect()
 }
 
 #[tokio::test]
@@ -105,15 +124,26 @@ async fn stores_exact_items_for_several_visitors() {
     assert_eq!(items.len(), 7);
 
     let pricing = by_path(&items, "/pricing");
-    assert_eq!(pricing.len(), 4, "page view, event, engagement, next-day view");
-    let first = pricing.iter().find(|i| string(i, "k") == Some("pv") && number(i, "ts") == Some(t)).unwrap();
+    assert_eq!(
+        pricing.len(),
+        4,
+        "page view, event, engagement, next-day view"
+    );
+    let first = pricing
+        .iter()
+        .find(|i| string(i, "k") == Some("pv") && number(i, "ts") == Some(t))
+        .unwrap();
     assert_eq!(string(first, "pk"), Some("SITE#blog#H#2026-11-30T10"));
     assert!(string(first, "sk").unwrap().starts_with("00:00.000#"));
     assert_eq!(string(first, "h"), Some("example.com"));
     assert_eq!(string(first, "br"), Some("Chrome"));
     assert_eq!(string(first, "os"), Some("macOS"));
     assert_eq!(string(first, "dv"), Some("desktop"));
-    assert_eq!(string(first, "src"), Some("Newsletter"), "a known utm_source gets its display name");
+    assert_eq!(
+        string(first, "src"),
+        Some("Newsletter"),
+        "a known utm_source gets its display name"
+    );
     assert_eq!(string(first, "ch"), Some("Email"));
     assert_eq!(string(first, "us"), Some("newsletter"));
     assert_eq!(string(first, "um"), Some("email"));
@@ -124,10 +154,16 @@ async fn stores_exact_items_for_several_visitors() {
     assert_eq!(string(first, "sid"), Some("sess1"));
     assert_eq!(number(first, "ttl"), Some(t / 1000 + 30 * 86_400));
 
-    let event = pricing.iter().find(|i| string(i, "k") == Some("ev")).unwrap();
+    let event = pricing
+        .iter()
+        .find(|i| string(i, "k") == Some("ev"))
+        .unwrap();
     assert_eq!(string(event, "n"), Some("Signup"));
     assert_eq!(number(event, "v"), Some(10));
-    let engagement = pricing.iter().find(|i| string(i, "k") == Some("en")).unwrap();
+    let engagement = pricing
+        .iter()
+        .find(|i| string(i, "k") == Some("en"))
+        .unwrap();
     assert_eq!(number(engagement, "em"), Some(42_000));
     assert_eq!(number(engagement, "sd"), Some(80));
 
@@ -147,9 +183,19 @@ async fn stores_exact_items_for_several_visitors() {
     assert_eq!(string(docs, "src"), Some("Direct"));
     let cart = by_path(&items, "/cart")[0];
     assert_eq!(string(cart, "pk"), Some("SITE#shop#H#2026-11-30T10"));
-    let next = pricing.iter().find(|i| number(i, "ts") == Some(t + 86_400_000)).unwrap();
-    let ids: HashSet<String> = [first, home, docs, cart, *next].iter().map(|i| vid(i)).collect();
-    assert_eq!(ids.len(), 5, "distinct visitors, sites and days give distinct ids");
+    let next = pricing
+        .iter()
+        .find(|i| number(i, "ts") == Some(t + 86_400_000))
+        .unwrap();
+    let ids: HashSet<String> = [first, home, docs, cart, *next]
+        .iter()
+        .map(|i| vid(i))
+        .collect();
+    assert_eq!(
+        ids.len(),
+        5,
+        "distinct visitors, sites and days give distinct ids"
+    );
 
     // Nothing stored holds the IP or the raw user agent.
     for item in rig.h.scan().await {
@@ -164,7 +210,10 @@ async fn stores_exact_items_for_several_visitors() {
 async fn the_same_eid_posted_twice_is_stored_once() {
     let rig = Rig::new().await;
     let body = pageview("blog", "https://example.com/", "", 1, t0());
-    assert_eq!(rig.post(&body, "203.0.113.1", CHROME_MAC).await.1["status"], "accepted");
+    assert_eq!(
+        rig.post(&body, "203.0.113.1", CHROME_MAC).await.1["status"],
+        "accepted"
+    );
     rig.clock.advance(3_000);
     let (status, json) = rig.post(&body, "203.0.113.1", CHROME_MAC).await;
     assert_eq!((status, json["status"].as_str()), (202, Some("duplicate")));
@@ -225,7 +274,10 @@ async fn rejects_a_foreign_origin() {
     let rig = Rig::new().await;
     let body = pageview("blog", "https://example.com/", "", 1, t0());
     let (status, json) = rig.post_with_origin(&body, "https://attacker.test").await;
-    assert_eq!((status, json["error"]["code"].as_str()), (403, Some("foreign_origin")));
+    assert_eq!(
+        (status, json["error"]["code"].as_str()),
+        (403, Some("foreign_origin"))
+    );
     assert_eq!(rig.h.event_items().await.len(), 0);
     let (status, _) = rig.post_with_origin(&body, "https://example.com").await;
     assert_eq!(status, 202);
@@ -235,12 +287,26 @@ async fn rejects_a_foreign_origin() {
 async fn a_warm_instance_makes_one_write_and_nothing_else_per_page_view() {
     let rig = Rig::new().await;
     // Warm up: the site and the day's salt are read once.
-    assert_eq!(rig.post(&pageview("blog", "https://example.com/", "", 0, t0()), "203.0.113.1", CHROME_MAC).await.0, 202);
+    assert_eq!(
+        rig.post(
+            &pageview("blog", "https://example.com/", "", 0, t0()),
+            "203.0.113.1",
+            CHROME_MAC
+        )
+        .await
+        .0,
+        202
+    );
     rig.h.counter.reset();
     for n in 1..=20u32 {
         let ts = t0() + i64::from(n) * 10;
         let body = pageview("blog", &format!("https://example.com/p{n}"), "", n, ts);
-        assert_eq!(rig.post(&body, &format!("203.0.113.{n}"), CHROME_MAC).await.0, 202);
+        assert_eq!(
+            rig.post(&body, &format!("203.0.113.{n}"), CHROME_MAC)
+                .await
+                .0,
+            202
+        );
     }
     let ops = rig.h.counter.by_operation();
     assert_eq!(rig.h.counter.total(), 20, "{ops:?}");
@@ -250,7 +316,10 @@ async fn a_warm_instance_makes_one_write_and_nothing_else_per_page_view() {
 #[tokio::test]
 async fn two_instances_without_a_secret_agree_on_visitor_ids() {
     let h = Harness::start().await;
-    h.store.create_site(&Site::new("blog", &["example.com".into()], "UTC", 0).unwrap()).await.unwrap();
+    h.store
+        .create_site(&Site::new("blog", &["example.com".into()], "UTC", 0).unwrap())
+        .await
+        .unwrap();
     let (second, _) = h.second_store().await;
     // Each instance has its own random secret, as without TALLY_SALT_SECRET.
     let a = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
@@ -259,12 +328,41 @@ async fn two_instances_without_a_secret_agree_on_visitor_ids() {
     let config = Config::default();
     let body_a = pageview("blog", "https://example.com/a", "", 1, t0());
     let body_b = pageview("blog", "https://example.com/b", "", 2, t0() + 5);
-    assert_eq!(status_and_json(handle(&a, &clock, &config, collect_request(&body_a, "203.0.113.9", CHROME_MAC)).await).0, 202);
-    assert_eq!(status_and_json(handle(&b, &clock, &config, collect_request(&body_b, "203.0.113.9", CHROME_MAC)).await).0, 202);
+    assert_eq!(
+        status_and_json(
+            handle(
+                &a,
+                &clock,
+                &config,
+                collect_request(&body_a, "203.0.113.9", CHROME_MAC)
+            )
+            .await
+        )
+        .0,
+        202
+    );
+    assert_eq!(
+        status_and_json(
+            handle(
+                &b,
+                &clock,
+                &config,
+                collect_request(&body_b, "203.0.113.9", CHROME_MAC)
+            )
+            .await
+        )
+        .0,
+        202
+    );
     let items = h.event_items().await;
     assert_eq!(items.len(), 2);
     assert_eq!(string(&items[0], "vid"), string(&items[1], "vid"));
-    let salts: Vec<_> = h.scan().await.into_iter().filter(|i| string(i, "pk") == Some("SALT")).collect();
+    let salts: Vec<_> = h
+        .scan()
+        .await
+        .into_iter()
+        .filter(|i| string(i, "pk") == Some("SALT"))
+        .collect();
     assert_eq!(salts.len(), 1, "one shared salt item for the day");
 }
 
@@ -277,12 +375,35 @@ async fn the_store_being_down_gives_503_and_the_local_salt_fallback() {
     let clock = ManualClock::at(t0());
     let config = Config::default();
     let body = pageview("blog", "https://example.com/", "", 1, t0());
-    assert_eq!(status_and_json(handle(&ingest, &clock, &config, collect_request(&body, "203.0.113.9", CHROME_MAC)).await).0, 202);
+    assert_eq!(
+        status_and_json(
+            handle(
+                &ingest,
+                &clock,
+                &config,
+                collect_request(&body, "203.0.113.9", CHROME_MAC)
+            )
+            .await
+        )
+        .0,
+        202
+    );
     drop(h);
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let body = pageview("blog", "https://example.com/x", "", 2, t0() + 10);
     let started = std::time::Instant::now();
-    let (status, json) = status_and_json(handle(&ingest, &clock, &config, collect_request(&body, "203.0.113.9", CHROME_MAC)).await);
-    assert_eq!((status, json["error"]["code"].as_str()), (503, Some("store_unavailable")));
+    let (status, json) = status_and_json(
+        handle(
+            &ingest,
+            &clock,
+            &config,
+            collect_request(&body, "203.0.113.9", CHROME_MAC),
+        )
+        .await,
+    );
+    assert_eq!(
+        (status, json["error"]["code"].as_str()),
+        (503, Some("store_unavailable"))
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }

@@ -117,7 +117,13 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
     let store = connect(target).await;
     let mut out = std::io::stdout().lock();
     match command {
-        SiteCommand::Create { domains, timezone, id, retention_days, ingest_url } => {
+        SiteCommand::Create {
+            domains,
+            timezone,
+            id,
+            retention_days,
+            ingest_url,
+        } => {
             let id = id.unwrap_or_else(|| site_id_from_domain(&domains[0]));
             let mut site = Site::new(&id, &domains, &timezone, now_ms())?;
             site.retention_days = retention_days;
@@ -152,14 +158,25 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match command {
         KeyCommand::Create { site, label } => {
-            store.site(&site).await?.with_context(|| format!("no site {site:?}"))?;
+            store
+                .site(&site)
+                .await?
+                .with_context(|| format!("no site {site:?}"))?;
             let key = create_key(&store, &site, &label).await?;
             writeln!(out, "api key (shown once, store it now): {key}")?;
         }
         KeyCommand::List { site } => {
             for k in store.api_keys(&site).await? {
-                let state = if k.revoked_at.is_some() { "revoked" } else { "active" };
-                writeln!(out, "{}…\t{}\t{}\t{}", k.prefix, state, k.created_at, k.label)?;
+                let state = if k.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                writeln!(
+                    out,
+                    "{}…\t{}\t{}\t{}",
+                    k.prefix, state, k.created_at, k.label
+                )?;
             }
         }
         KeyCommand::Revoke { site, key } => {
@@ -168,10 +185,17 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
                 .api_keys(&site)
                 .await?
                 .into_iter()
-                .filter(|k| k.hash == auth::hash_key(prefix) || prefix.starts_with(&k.prefix) || k.prefix.starts_with(prefix))
+                .filter(|k| {
+                    k.hash == auth::hash_key(prefix)
+                        || prefix.starts_with(&k.prefix)
+                        || k.prefix.starts_with(prefix)
+                })
                 .collect();
             let [record] = matches.as_slice() else {
-                bail!("{} keys match {prefix:?}; give the full key or a longer prefix", matches.len());
+                bail!(
+                    "{} keys match {prefix:?}; give the full key or a longer prefix",
+                    matches.len()
+                );
             };
             let mut revoked = record.clone();
             revoked.revoked_at = Some(now_ms());

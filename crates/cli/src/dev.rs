@@ -93,7 +93,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
 
     let store = Store::connect(&ClientOptions::local(&endpoint), &args.table).await;
-    ensure_table(store.client(), &args.table).await.context("creating the table")?;
+    ensure_table(store.client(), &args.table)
+        .await
+        .context("creating the table")?;
     let key = ensure_demo(&store, &args.data_dir).await?;
 
     let secret = tally_store::env::salt_secret()?;
@@ -108,11 +110,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let http = listener.local_addr()?;
     let mut rx = shutdown_rx.clone();
     let server = tokio::spawn(async move {
-        axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async move {
-                let _ = rx.changed().await;
-            })
-            .await
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = rx.changed().await;
+        })
+        .await
     });
 
     #[allow(clippy::print_stdout)]
@@ -145,7 +150,11 @@ async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
     if let Ok(key) = std::fs::read_to_string(&key_file) {
         let key = key.trim().to_owned();
         let hash = tally_core::auth::hash_key(&key);
-        if store.api_key(DEMO_SITE, &hash).await?.is_some_and(|k| k.revoked_at.is_none()) {
+        if store
+            .api_key(DEMO_SITE, &hash)
+            .await?
+            .is_some_and(|k| k.revoked_at.is_none())
+        {
             return Ok(key);
         }
     }
@@ -167,7 +176,8 @@ async fn route(
         Ok(r) => r,
         Err(response) => return *response,
     };
-    let response = tally_ingest::handle(&app.ingest, &SystemClock, &app.ingest_config, request).await;
+    let response =
+        tally_ingest::handle(&app.ingest, &SystemClock, &app.ingest_config, request).await;
     from_lambda(response)
 }
 
@@ -183,15 +193,20 @@ fn demo_page() -> AxumResponse {
 
 /// Turns an axum request into the `lambda_http` request API Gateway would
 /// deliver, with the peer address as the source IP.
-async fn to_lambda(request: AxumRequest, peer: SocketAddr) -> Result<lambda_http::Request, Box<AxumResponse>> {
+async fn to_lambda(
+    request: AxumRequest,
+    peer: SocketAddr,
+) -> Result<lambda_http::Request, Box<AxumResponse>> {
     let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_DEV_BODY).await.map_err(|_| {
-        let mut r = AxumResponse::new(axum::body::Body::from(
-            r#"{"error":{"code":"body_too_large","message":"request body is too large"}}"#,
-        ));
-        *r.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
-        Box::new(r)
-    })?;
+    let bytes = axum::body::to_bytes(body, MAX_DEV_BODY)
+        .await
+        .map_err(|_| {
+            let mut r = AxumResponse::new(axum::body::Body::from(
+                r#"{"error":{"code":"body_too_large","message":"request body is too large"}}"#,
+            ));
+            *r.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
+            Box::new(r)
+        })?;
     let body = if bytes.is_empty() {
         Body::Empty
     } else {
@@ -200,7 +215,8 @@ async fn to_lambda(request: AxumRequest, peer: SocketAddr) -> Result<lambda_http
             Err(e) => Body::Binary(e.into_bytes()),
         }
     };
-    let mut context = lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
+    let mut context =
+        lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
     context.http.method = parts.method.clone();
     context.http.path = Some(parts.uri.path().to_owned());
     context.http.source_ip = Some(peer.ip().to_string());

@@ -117,7 +117,10 @@ mod tests {
         assert_eq!(bearer(Some(&format!("bearer  {key} "))), Ok(key.as_str()));
         assert_eq!(bearer(None), Err(AuthError::Missing));
         assert_eq!(bearer(Some("Basic abc")), Err(AuthError::Malformed));
-        assert_eq!(bearer(Some(&format!("Token {key}"))), Err(AuthError::Malformed));
+        assert_eq!(
+            bearer(Some(&format!("Token {key}"))),
+            Err(AuthError::Malformed)
+        );
         assert_eq!(bearer(Some("Bearer tk_nothex")), Err(AuthError::Malformed));
     }
 

@@ -175,7 +175,11 @@ pub fn screen_client(client: &Client<'_>) -> Result<(), Drop> {
 
 /// Checks that the page (and the request's `Origin`, when sent) belongs to
 /// the site, and drops referrer spam.
-pub fn check_site(hit: &Hit, site: &Site, client: &Client<'_>) -> Result<Result<(), Drop>, Rejection> {
+pub fn check_site(
+    hit: &Hit,
+    site: &Site,
+    client: &Client<'_>,
+) -> Result<Result<(), Drop>, Rejection> {
     let host = hit.url.host_str().unwrap_or_default();
     if !site.allows_host(host) {
         return Err(Rejection::ForeignHost);
@@ -189,10 +193,10 @@ pub fn check_site(hit: &Hit, site: &Site, client: &Client<'_>) -> Result<Result<
             return Err(Rejection::ForeignOrigin);
         }
     }
-    if let Some(r) = hit.referrer.as_ref().and_then(|r| r.host_str()) {
-        if is_spam_referrer(r) {
-            return Ok(Err(Drop::SpamReferrer));
-        }
+    if let Some(r) = hit.referrer.as_ref().and_then(|r| r.host_str())
+        && is_spam_referrer(r)
+    {
+        return Ok(Err(Drop::SpamReferrer));
     }
     Ok(Ok(()))
 }
@@ -211,11 +215,16 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
     let referrer = external_referrer.and_then(|r| {
         let host = referrer_host(r)?;
         let path = r.path();
-        Some(clip(&format!("{host}{}", if path == "/" { "" } else { path }), 200))
+        Some(clip(
+            &format!("{host}{}", if path == "/" { "" } else { path }),
+            200,
+        ))
     });
     let (country, region, city) = match client.geo {
         Some(geo) => (
-            geo.country.filter(|c| is_country(c)).map(str::to_ascii_uppercase),
+            geo.country
+                .filter(|c| is_country(c))
+                .map(str::to_ascii_uppercase),
             geo.region.map(|r| clip(r, 16)),
             geo.city.map(|c| clip(c, 64)),
         ),
@@ -274,7 +283,9 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
 }
 
 fn is_country(code: &str) -> bool {
-    code.len() == 2 && code.bytes().all(|b| b.is_ascii_alphabetic()) && !code.eq_ignore_ascii_case("XX")
+    code.len() == 2
+        && code.bytes().all(|b| b.is_ascii_alphabetic())
+        && !code.eq_ignore_ascii_case("XX")
 }
 
 /// The page path as shown in reports: percent-decoded when that yields
@@ -284,7 +295,11 @@ pub fn page_path(url: &url::Url) -> String {
     let decoded = percent_decode(raw)
         .filter(|p| !p.chars().any(char::is_control))
         .unwrap_or_else(|| raw.to_owned());
-    if decoded.is_empty() { "/".to_owned() } else { decoded }
+    if decoded.is_empty() {
+        "/".to_owned()
+    } else {
+        decoded
+    }
 }
 
 fn percent_decode(text: &str) -> Option<String> {
@@ -323,13 +338,20 @@ mod tests {
     }
 
     fn client() -> Client<'static> {
-        Client { ip: "203.0.113.9", user_agent: CHROME_MAC, origin: Some("https://example.com"), geo: None }
+        Client {
+            ip: "203.0.113.9",
+            user_agent: CHROME_MAC,
+            origin: Some("https://example.com"),
+            geo: None,
+        }
     }
 
     #[test]
     fn builds_a_classified_page_view() {
         let salt = daily_salt(&Secret::new(b"s".to_vec()), date!(2026 - 11 - 30));
-        let h = hit(r#"{"s":"blog","sid":"abc","u":"https://www.example.com/caf%C3%A9?utm_source=newsletter&utm_medium=email&utm_campaign=nov","r":"https://www.google.com/","sw":390,"sh":844,"tz":"Europe/Berlin"}"#);
+        let h = hit(
+            r#"{"s":"blog","sid":"abc","u":"https://www.example.com/caf%C3%A9?utm_source=newsletter&utm_medium=email&utm_campaign=nov","r":"https://www.google.com/","sw":390,"sh":844,"tz":"Europe/Berlin"}"#,
+        );
         let e = build(&h, &site(), &client(), 1_000, &salt);
         assert_eq!(e.kind, Kind::PageView);
         assert_eq!(e.path, "/café");
@@ -359,18 +381,34 @@ mod tests {
     fn cloudfront_geography_wins_over_time_zone() {
         let salt = daily_salt(&Secret::new(b"s".to_vec()), date!(2026 - 11 - 30));
         let h = hit(r#"{"s":"blog","u":"https://example.com/","tz":"Europe/Berlin"}"#);
-        let c = Client { geo: Some(Geo { country: Some("fr"), region: Some("IDF"), city: Some("Paris") }), ..client() };
+        let c = Client {
+            geo: Some(Geo {
+                country: Some("fr"),
+                region: Some("IDF"),
+                city: Some("Paris"),
+            }),
+            ..client()
+        };
         let e = build(&h, &site(), &c, 1_000, &salt);
-        assert_eq!((e.country.as_deref(), e.region.as_deref(), e.city.as_deref()), (Some("FR"), Some("IDF"), Some("Paris")));
+        assert_eq!(
+            (e.country.as_deref(), e.region.as_deref(), e.city.as_deref()),
+            (Some("FR"), Some("IDF"), Some("Paris"))
+        );
     }
 
     #[test]
     fn rejects_foreign_hosts_and_origins() {
         let s = site();
         let foreign = hit(r#"{"s":"blog","u":"https://evil.com/"}"#);
-        assert_eq!(check_site(&foreign, &s, &client()), Err(Rejection::ForeignHost));
+        assert_eq!(
+            check_site(&foreign, &s, &client()),
+            Err(Rejection::ForeignHost)
+        );
         let ours = hit(r#"{"s":"blog","u":"https://example.com/"}"#);
-        let c = Client { origin: Some("https://evil.com"), ..client() };
+        let c = Client {
+            origin: Some("https://evil.com"),
+            ..client()
+        };
         assert_eq!(check_site(&ours, &s, &c), Err(Rejection::ForeignOrigin));
         assert_eq!(check_site(&ours, &s, &client()), Ok(Ok(())));
     }
@@ -379,7 +417,8 @@ mod tests {
     fn shards_are_stable_per_event_id() {
         assert_eq!(shard_of("abc", 1), None);
         assert_eq!(shard_of("abc", 8), shard_of("abc", 8));
-        let spread: std::collections::HashSet<_> = (0..100).map(|i| shard_of(&format!("e{i}"), 4)).collect();
+        let spread: std::collections::HashSet<_> =
+            (0..100).map(|i| shard_of(&format!("e{i}"), 4)).collect();
         assert_eq!(spread.len(), 4);
     }
 }

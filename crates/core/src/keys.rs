@@ -46,9 +46,9 @@ pub fn valid_site_id(id: &str) -> bool {
     !bytes.is_empty()
         && bytes.len() <= MAX_SITE_ID_LEN
         && bytes[0].is_ascii_alphanumeric()
-        && bytes
-            .iter()
-            .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_'))
+        && bytes.iter().all(|&b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_')
+        })
 }
 
 /// Escapes user text for use inside a key: `%`, `#` and control characters
@@ -297,7 +297,11 @@ pub fn parse_event_pk(pk: &str) -> Option<(String, Millis, Option<u16>)> {
     if h > 23 {
         return None;
     }
-    Some((site.to_owned(), utc_midnight(parse_date(day)?) + h * HOUR_MS, shard))
+    Some((
+        site.to_owned(),
+        utc_midnight(parse_date(day)?) + h * HOUR_MS,
+        shard,
+    ))
 }
 
 /// The start of every UTC hour that overlaps `[from, to)`.
@@ -325,16 +329,29 @@ mod tests {
     #[test]
     fn event_key_has_the_documented_shape() {
         let at = utc_midnight(date!(2026 - 11 - 30)) + 13 * HOUR_MS + 5 * MINUTE_MS + 7_042;
-        let key = EventKey { site: "blog".into(), at, shard: None, eid: "abc123".into() };
+        let key = EventKey {
+            site: "blog".into(),
+            at,
+            shard: None,
+            eid: "abc123".into(),
+        };
         assert_eq!(key.pk(), "SITE#blog#H#2026-11-30T13");
         assert_eq!(key.sk(), "05:07.042#abc123");
-        let sharded = EventKey { shard: Some(3), ..key };
+        let sharded = EventKey {
+            shard: Some(3),
+            ..key
+        };
         assert_eq!(sharded.pk(), "SITE#blog#H#2026-11-30T13#3");
     }
 
     #[test]
     fn a_hash_in_user_text_cannot_forge_a_key() {
-        let key = EventKey { site: "blog".into(), at: 0, shard: None, eid: "x#GOAL#1".into() };
+        let key = EventKey {
+            site: "blog".into(),
+            at: 0,
+            shard: None,
+            eid: "x#GOAL#1".into(),
+        };
         assert_eq!(key.sk(), "00:00.000#x%23GOAL%231");
         assert_eq!(goal_sk("a#b"), "GOAL#a%23b");
         assert_eq!(parse_goal_sk("GOAL#a#b"), None);
@@ -346,7 +363,16 @@ mod tests {
             assert!(valid_site_id(ok), "{ok}");
         }
         let long = "a".repeat(65);
-        for bad in ["", "Blog", "-x", "a#b", "ｂlog", "blo\u{0301}g", "a b", long.as_str()] {
+        for bad in [
+            "",
+            "Blog",
+            "-x",
+            "a#b",
+            "ｂlog",
+            "blo\u{0301}g",
+            "a b",
+            long.as_str(),
+        ] {
             assert!(!valid_site_id(bad), "{bad}");
         }
     }
@@ -356,7 +382,10 @@ mod tests {
         assert_eq!(parse_event_pk("SITE#blog#H#2026-11-30T24"), None);
         assert_eq!(parse_event_pk("SITE#Blog#H#2026-11-30T01"), None);
         assert_eq!(parse_event_pk("SITE#blog#H#2026-11-30T01#"), None);
-        assert_eq!(EventKey::parse("SITE#blog#H#2026-11-30T01", "61:00.000#a"), None);
+        assert_eq!(
+            EventKey::parse("SITE#blog#H#2026-11-30T01", "61:00.000#a"),
+            None
+        );
         assert_eq!(parse_rollup_day_sk("ROLLUP#DAY#2026-13-01"), None);
         assert_eq!(parse_api_key_sk("KEY#abc"), None);
     }

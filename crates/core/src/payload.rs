@@ -312,7 +312,11 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
     }))
 }
 
-fn kind(e: Option<&str>, p: Option<Value>, limits: &Limits) -> Result<Result<HitKind, Drop>, Rejection> {
+fn kind(
+    e: Option<&str>,
+    p: Option<Value>,
+    limits: &Limits,
+) -> Result<Result<HitKind, Drop>, Rejection> {
     let props = match p {
         None | Some(Value::Null) => serde_json::Map::new(),
         Some(Value::Object(map)) => map,
@@ -349,7 +353,10 @@ fn kind(e: Option<&str>, p: Option<Value>, limits: &Limits) -> Result<Result<Hit
                 .filter(|u| matches!(u.scheme(), "http" | "https"))
                 .ok_or_else(|| invalid("p", "the clicked `url` must be http or https"))?;
             let mut props = BTreeMap::new();
-            props.insert("url".to_owned(), clip(&link_label(&target), limits.max_prop_value));
+            props.insert(
+                "url".to_owned(),
+                clip(&link_label(&target), limits.max_prop_value),
+            );
             HitKind::Custom {
                 name: name.to_owned(),
                 value: None,
@@ -397,14 +404,22 @@ fn custom(mut map: serde_json::Map<String, Value>, limits: &Limits) -> Result<Hi
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
             Value::Null => continue,
-            _ => return Err(invalid("p", "property values must be strings, numbers or booleans")),
+            _ => {
+                return Err(invalid(
+                    "p",
+                    "property values must be strings, numbers or booleans",
+                ));
+            }
         };
         if key.is_empty()
             || key.chars().count() > limits.max_prop_key
             || text.chars().count() > limits.max_prop_value
             || key.chars().chain(text.chars()).any(char::is_control)
         {
-            return Err(invalid("p", "property key or value is too long or has control characters"));
+            return Err(invalid(
+                "p",
+                "property key or value is too long or has control characters",
+            ));
         }
         props.insert(key, text);
     }
@@ -415,7 +430,7 @@ fn number(v: Option<&Value>, field: &'static str) -> Result<Option<f64>, Rejecti
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(f) if f.is_finite() && f >= -1.0e15 && f <= 1.0e15 => {
+            Some(f) if f.is_finite() && (-1.0e15..=1.0e15).contains(&f) => {
                 if f < 0.0 && field != "value" {
                     Err(invalid("p", "must not be negative"))
                 } else {
@@ -424,7 +439,14 @@ fn number(v: Option<&Value>, field: &'static str) -> Result<Option<f64>, Rejecti
             }
             _ => Err(invalid("p", "number out of range")),
         },
-        Some(_) => Err(invalid("p", if field == "value" { "`value` must be a number" } else { "engagement figures must be numbers" })),
+        Some(_) => Err(invalid(
+            "p",
+            if field == "value" {
+                "`value` must be a number"
+            } else {
+                "engagement figures must be numbers"
+            },
+        )),
     }
 }
 
@@ -476,7 +498,9 @@ pub fn eid_timestamp(eid: &str) -> Option<Millis> {
     let tail = &eid[eid.len() - 8..];
     let ms = i64::from_str_radix(tail, 36).ok()?;
     // 2020-01-01 .. 2058: anything else is a random id, not a clock.
-    (1_577_836_800_000..2_800_000_000_000).contains(&ms).then_some(ms)
+    (1_577_836_800_000..2_800_000_000_000)
+        .contains(&ms)
+        .then_some(ms)
 }
 
 /// How far the client clock may lag behind the server's and still be
@@ -518,7 +542,10 @@ mod tests {
         assert_eq!(hit.url.path(), "/a");
         assert_eq!(hit.screen, Some((1920, 1080)));
         assert_eq!(hit.time_zone.as_deref(), Some("Europe/Berlin"));
-        assert_eq!(hit.referrer.unwrap().host_str(), Some("news.ycombinator.com"));
+        assert_eq!(
+            hit.referrer.unwrap().host_str(),
+            Some("news.ycombinator.com")
+        );
     }
 
     #[test]
@@ -546,8 +573,12 @@ mod tests {
 
     #[test]
     fn custom_events_take_nested_or_spread_props() {
-        let nested = parse_ok(r#"{"s":"b","e":"event","u":"https://e.com/","p":{"name":"Signup","value":10,"props":{"plan":"pro"}}}"#);
-        let spread = parse_ok(r#"{"s":"b","e":"event","u":"https://e.com/","p":{"name":"Signup","value":10,"plan":"pro"}}"#);
+        let nested = parse_ok(
+            r#"{"s":"b","e":"event","u":"https://e.com/","p":{"name":"Signup","value":10,"props":{"plan":"pro"}}}"#,
+        );
+        let spread = parse_ok(
+            r#"{"s":"b","e":"event","u":"https://e.com/","p":{"name":"Signup","value":10,"plan":"pro"}}"#,
+        );
         let expected = HitKind::Custom {
             name: "Signup".into(),
             value: Some(10.0),
@@ -559,9 +590,15 @@ mod tests {
 
     #[test]
     fn clicks_become_outbound_and_download_events() {
-        let out = parse_ok(r#"{"s":"b","e":"click","u":"https://e.com/","p":{"url":"https://www.other.org/x?y=1","kind":"outbound"}}"#);
-        assert!(matches!(out.kind, HitKind::Custom { ref name, ref props, .. } if name == OUTBOUND_EVENT && props["url"] == "other.org/x"));
-        let dl = parse_ok(r#"{"s":"b","e":"click","u":"https://e.com/","p":{"url":"https://e.com/a.pdf","kind":"download"}}"#);
+        let out = parse_ok(
+            r#"{"s":"b","e":"click","u":"https://e.com/","p":{"url":"https://www.other.org/x?y=1","kind":"outbound"}}"#,
+        );
+        assert!(
+            matches!(out.kind, HitKind::Custom { ref name, ref props, .. } if name == OUTBOUND_EVENT && props["url"] == "other.org/x")
+        );
+        let dl = parse_ok(
+            r#"{"s":"b","e":"click","u":"https://e.com/","p":{"url":"https://e.com/a.pdf","kind":"download"}}"#,
+        );
         assert!(matches!(dl.kind, HitKind::Custom { ref name, .. } if name == DOWNLOAD_EVENT));
         let internal = parse(br#"{"s":"b","e":"click","u":"https://e.com/","p":{"url":"https://e.com/b","kind":"internal"}}"#, &Limits::default());
         assert_eq!(internal, Ok(Err(Drop::Ignored)));
@@ -569,8 +606,16 @@ mod tests {
 
     #[test]
     fn engagement_reads_seconds_and_scroll() {
-        let hit = parse_ok(r#"{"s":"b","e":"engagement","u":"https://e.com/","p":{"timeOnPage":12,"scrollDepth":140}}"#);
-        assert_eq!(hit.kind, HitKind::Engagement { active_ms: 12_000, scroll: 100 });
+        let hit = parse_ok(
+            r#"{"s":"b","e":"engagement","u":"https://e.com/","p":{"timeOnPage":12,"scrollDepth":140}}"#,
+        );
+        assert_eq!(
+            hit.kind,
+            HitKind::Engagement {
+                active_ms: 12_000,
+                scroll: 100
+            }
+        );
     }
 
     #[test]
@@ -578,7 +623,10 @@ mod tests {
         let long_url = format!(r#"{{"s":"b","u":"https://e.com/{}"}}"#, "a".repeat(4096));
         let many_props = format!(
             r#"{{"s":"b","e":"event","u":"https://e.com/","p":{{"name":"x",{}}}}}"#,
-            (0..11).map(|i| format!(r#""k{i}":"v""#)).collect::<Vec<_>>().join(",")
+            (0..11)
+                .map(|i| format!(r#""k{i}":"v""#))
+                .collect::<Vec<_>>()
+                .join(",")
         );
         let nested = format!("{}{}", "[".repeat(200), "]".repeat(200));
         let cases: Vec<(Vec<u8>, &str)> = vec![
@@ -588,32 +636,92 @@ mod tests {
             (b"{not json".to_vec(), "invalid_json"),
             (nested.into_bytes(), "invalid_json"),
             (b"[1,2]".to_vec(), "invalid_payload"),
-            (br#"{"s":5,"u":"https://e.com/"}"#.to_vec(), "invalid_payload"),
+            (
+                br#"{"s":5,"u":"https://e.com/"}"#.to_vec(),
+                "invalid_payload",
+            ),
             (br#"{"u":"https://e.com/"}"#.to_vec(), "missing_field"),
             (br#"{"s":"b"}"#.to_vec(), "missing_field"),
-            (br#"{"s":"b","u":"javascript:alert(1)"}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"data:text/html,hi"}"#.to_vec(), "invalid_field"),
+            (
+                br#"{"s":"b","u":"javascript:alert(1)"}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"data:text/html,hi"}"#.to_vec(),
+                "invalid_field",
+            ),
             (br#"{"s":"b","u":"/relative"}"#.to_vec(), "invalid_field"),
             (long_url.into_bytes(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","sw":-5,"sh":10}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","sw":1e300,"sh":10}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","sid":"a#b"}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","eid":"x y"}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","tz":"Europe/\u0000"}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","ts":-1}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","e":"event","p":{"value":1}}"#.to_vec(), "missing_field"),
-            (br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a\nb"}}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","value":"x"}}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","value":1e20}}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","o":{"x":1}}}"#.to_vec(), "invalid_field"),
+            (
+                br#"{"s":"b","u":"https://e.com/","sw":-5,"sh":10}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","sw":1e300,"sh":10}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","sid":"a#b"}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","eid":"x y"}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","tz":"Europe/\u0000"}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","ts":-1}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"event","p":{"value":1}}"#.to_vec(),
+                "missing_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a\nb"}}"#.to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","value":"x"}}"#
+                    .to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","value":1e20}}"#
+                    .to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","o":{"x":1}}}"#
+                    .to_vec(),
+                "invalid_field",
+            ),
             (many_props.into_bytes(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","e":"engagement","p":{"timeOnPage":-3}}"#.to_vec(), "invalid_field"),
-            (br#"{"s":"b","u":"https://e.com/","e":"hack"}"#.to_vec(), "unknown_event_type"),
-            (br#"{"s":"b","u":"https://e.com/","p":[1]}"#.to_vec(), "invalid_field"),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"engagement","p":{"timeOnPage":-3}}"#
+                    .to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"hack"}"#.to_vec(),
+                "unknown_event_type",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","p":[1]}"#.to_vec(),
+                "invalid_field",
+            ),
         ];
         for (body, code) in cases {
             let got = rejection(&body);
-            assert_eq!(got.code(), code, "{}: {got}", String::from_utf8_lossy(&body[..body.len().min(80)]));
+            assert_eq!(
+                got.code(),
+                code,
+                "{}: {got}",
+                String::from_utf8_lossy(&body[..body.len().min(80)])
+            );
             assert!((400..500).contains(&got.status()));
         }
     }
@@ -622,7 +730,12 @@ mod tests {
     fn a_foreign_scheme_referrer_is_ignored_not_fatal() {
         let hit = parse_ok(r#"{"s":"b","u":"https://e.com/","r":"javascript:alert(1)"}"#);
         assert_eq!(hit.referrer, None);
-        let app = parse_ok(r#"{"s":"b","u":"https://e.com/","r":"android-app://com.google.android.gm/"}"#);
-        assert_eq!(app.referrer.map(|u| u.scheme().to_owned()), Some("android-app".to_owned()));
+        let app = parse_ok(
+            r#"{"s":"b","u":"https://e.com/","r":"android-app://com.google.android.gm/"}"#,
+        );
+        assert_eq!(
+            app.referrer.map(|u| u.scheme().to_owned()),
+            Some("android-app".to_owned())
+        );
     }
 }

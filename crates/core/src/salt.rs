@@ -25,7 +25,6 @@ impl Secret {
     pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
         Self(bytes.into())
     }
-
 }
 
 impl std::fmt::Debug for Secret {
@@ -140,8 +139,14 @@ mod tests {
             "678b7f17fba73b05f6d97156609f18c6e769b8bf0a1008171e78e90d26c4d4c4"
         );
         let ua = "Mozilla/5.0 (X11; Linux x86_64) Test";
-        assert_eq!(visitor_id(&salt, "blog", "203.0.113.7", ua), "fd101027d662dc8e");
-        assert_eq!(visitor_id(&salt, "shop", "203.0.113.7", ua), "b3f442b97c14a0ce");
+        assert_eq!(
+            visitor_id(&salt, "blog", "203.0.113.7", ua),
+            "fd101027d662dc8e"
+        );
+        assert_eq!(
+            visitor_id(&salt, "shop", "203.0.113.7", ua),
+            "b3f442b97c14a0ce"
+        );
     }
 
     #[test]
@@ -150,9 +155,18 @@ mod tests {
         let a = daily_salt(&secret, date!(2026 - 11 - 30));
         let b = daily_salt(&secret, date!(2026 - 12 - 01));
         let ua = "Mozilla/5.0";
-        assert_eq!(visitor_id(&a, "x", "1.2.3.4", ua), visitor_id(&a, "x", "1.2.3.4", ua));
-        assert_ne!(visitor_id(&a, "x", "1.2.3.4", ua), visitor_id(&b, "x", "1.2.3.4", ua));
-        assert_ne!(visitor_id(&a, "x", "1.2.3.4", ua), visitor_id(&a, "y", "1.2.3.4", ua));
+        assert_eq!(
+            visitor_id(&a, "x", "1.2.3.4", ua),
+            visitor_id(&a, "x", "1.2.3.4", ua)
+        );
+        assert_ne!(
+            visitor_id(&a, "x", "1.2.3.4", ua),
+            visitor_id(&b, "x", "1.2.3.4", ua)
+        );
+        assert_ne!(
+            visitor_id(&a, "x", "1.2.3.4", ua),
+            visitor_id(&a, "y", "1.2.3.4", ua)
+        );
         assert_eq!(visitor_id(&a, "x", "1.2.3.4", ua).len(), VISITOR_ID_LEN);
     }
 
@@ -161,7 +175,10 @@ mod tests {
         let salt = daily_salt(&Secret::new(b"x".to_vec()), date!(2026 - 01 - 01));
         assert_eq!(DailySalt::from_hex(&salt.to_hex()), Some(salt.clone()));
         assert!(!format!("{salt:?}").contains(&salt.to_hex()[..8]));
-        assert_eq!(format!("{:?}", Secret::new(b"hunter2".to_vec())), "Secret(<redacted>)");
+        assert_eq!(
+            format!("{:?}", Secret::new(b"hunter2".to_vec())),
+            "Secret(<redacted>)"
+        );
     }
 
     #[test]
@@ -171,7 +188,13 @@ mod tests {
         assert_eq!(network_of("::ffff:192.0.2.1"), "192.0.2.1");
         assert_eq!(network_of("192.0.2.1"), "192.0.2.1");
         let salt = daily_salt(&Secret::new(b"k".to_vec()), date!(2026 - 01 - 01));
-        assert_eq!(network_id(&salt, "2001:db8:1:2::1"), network_id(&salt, "2001:db8:1:2::9"));
-        assert_ne!(network_id(&salt, "2001:db8:1:2::1"), network_id(&salt, "2001:db8:1:3::1"));
+        assert_eq!(
+            network_id(&salt, "2001:db8:1:2::1"),
+            network_id(&salt, "2001:db8:1:2::9")
+        );
+        assert_ne!(
+            network_id(&salt, "2001:db8:1:2::1"),
+            network_id(&salt, "2001:db8:1:3::1")
+        );
     }
 }

@@ -94,7 +94,8 @@ impl Site {
                 return Err(SiteError::InvalidDomain(d.clone()));
             }
         }
-        Zone::parse(&self.time_zone).map_err(|_| SiteError::InvalidTimeZone(self.time_zone.clone()))?;
+        Zone::parse(&self.time_zone)
+            .map_err(|_| SiteError::InvalidTimeZone(self.time_zone.clone()))?;
         if self.retention_days == 0 || self.retention_days > MAX_RETENTION_DAYS {
             return Err(SiteError::InvalidRetention);
         }
@@ -125,10 +126,10 @@ pub fn normalize_domain(input: &str) -> Result<String, SiteError> {
     if let Some(i) = d.find('/') {
         d.truncate(i);
     }
-    if let Some(i) = d.rfind(':') {
-        if d[i + 1..].bytes().all(|b| b.is_ascii_digit()) {
-            d.truncate(i);
-        }
+    if let Some(i) = d.rfind(':')
+        && d[i + 1..].bytes().all(|b| b.is_ascii_digit())
+    {
+        d.truncate(i);
     }
     let d = d.trim_end_matches('.').to_owned();
     let host = d.strip_prefix("*.").unwrap_or(&d);
@@ -192,10 +193,21 @@ mod tests {
 
     #[test]
     fn normalizes_operator_typed_domains() {
-        assert_eq!(normalize_domain("https://Example.com/path").unwrap(), "example.com");
+        assert_eq!(
+            normalize_domain("https://Example.com/path").unwrap(),
+            "example.com"
+        );
         assert_eq!(normalize_domain("localhost:3000").unwrap(), "localhost");
         assert_eq!(normalize_domain("*.example.com").unwrap(), "*.example.com");
-        for bad in ["", "exa mple.com", "*.", "-x.com", "a..b", "ex#ample.com", "*.*.com"] {
+        for bad in [
+            "",
+            "exa mple.com",
+            "*.",
+            "-x.com",
+            "a..b",
+            "ex#ample.com",
+            "*.*.com",
+        ] {
             assert!(normalize_domain(bad).is_err(), "{bad}");
         }
     }
@@ -204,7 +216,10 @@ mod tests {
     fn validates_a_site() {
         let site = Site::new("blog", &["example.com".into()], "Europe/Berlin", 0).unwrap();
         assert_eq!(site.retention_days, DEFAULT_RETENTION_DAYS);
-        assert_eq!(Site::new("Blog", &["example.com".into()], "UTC", 0), Err(SiteError::InvalidId));
+        assert_eq!(
+            Site::new("Blog", &["example.com".into()], "UTC", 0),
+            Err(SiteError::InvalidId)
+        );
         assert_eq!(Site::new("blog", &[], "UTC", 0), Err(SiteError::NoDomain));
         assert!(matches!(
             Site::new("blog", &["example.com".into()], "Nowhere/Land", 0),

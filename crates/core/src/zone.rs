@@ -39,8 +39,8 @@ impl Zone {
         if name.is_empty() || name.len() > 64 || !name.is_ascii() {
             return Err(ZoneError::UnknownZone(name.to_owned()));
         }
-        let tz = jiff::tz::TimeZone::get(name)
-            .map_err(|_| ZoneError::UnknownZone(name.to_owned()))?;
+        let tz =
+            jiff::tz::TimeZone::get(name).map_err(|_| ZoneError::UnknownZone(name.to_owned()))?;
         Ok(Self {
             tz,
             name: name.to_owned(),
@@ -207,7 +207,14 @@ mod tests {
     #[test]
     fn parses_only_strict_dates() {
         assert_eq!(parse_date("2026-02-28"), Some(date!(2026 - 02 - 28)));
-        for bad in ["2026-02-30", "2026-2-28", "26-02-28", "2026/02/28", "2026-02-2x", "+026-02-28"] {
+        for bad in [
+            "2026-02-30",
+            "2026-2-28",
+            "26-02-28",
+            "2026/02/28",
+            "2026-02-2x",
+            "+026-02-28",
+        ] {
             assert_eq!(parse_date(bad), None, "{bad}");
         }
     }

@@ -12,10 +12,10 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use tally_core::event::{self, Client, Geo};
 use tally_core::keys::valid_site_id;
 use tally_core::payload::{self, Drop, Rejection};
+use tally_store::StoreError;
 use tally_store::clock::Clock;
 use tally_store::events::{PutOutcome, event_ttl};
 use tally_store::ports::IngestStore;
-use tally_store::StoreError;
 
 /// Handles one collect request.
 pub async fn collect<S: IngestStore, C: Clock>(
@@ -36,17 +36,28 @@ pub async fn collect<S: IngestStore, C: Clock>(
         Ok(Outcome::Dropped(drop)) => {
             Counters::bump(&config.counters.dropped);
             tracing::info!(outcome = "dropped", reason = drop.reason(), "event dropped");
-            json(202, &serde_json::json!({"status": "dropped", "reason": drop.reason()}))
+            json(
+                202,
+                &serde_json::json!({"status": "dropped", "reason": drop.reason()}),
+            )
         }
         Err(Failure::Rejected(rejection)) => {
             Counters::bump(&config.counters.rejected);
-            tracing::info!(outcome = "rejected", code = rejection.code(), "event rejected");
+            tracing::info!(
+                outcome = "rejected",
+                code = rejection.code(),
+                "event rejected"
+            );
             error(rejection.status(), rejection.code(), &rejection.to_string())
         }
         Err(Failure::Store(err)) => {
             Counters::bump(&config.counters.failed);
             tracing::error!(outcome = "failed", error = %err, "store failed");
-            error(503, "store_unavailable", "the event store is unavailable, retry later")
+            error(
+                503,
+                "store_unavailable",
+                "the event store is unavailable, retry later",
+            )
         }
     }
 }
@@ -132,18 +143,18 @@ async fn accept<S: IngestStore, C: Clock>(
 /// API Gateway source IP, else the first `X-Forwarded-For` entry (local runs).
 pub fn client_ip(request: &Request, behind_cloudfront: bool) -> String {
     let headers = request.headers();
-    if behind_cloudfront {
-        if let Some(addr) = headers.get("cloudfront-viewer-address").and_then(|v| v.to_str().ok()) {
-            // "ip:port", with the IPv6 address itself full of colons.
-            if let Some((ip, _port)) = addr.rsplit_once(':') {
-                return ip.trim_matches(|c| c == '[' || c == ']').to_owned();
-            }
-        }
+    let viewer = headers
+        .get("cloudfront-viewer-address")
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| behind_cloudfront);
+    // "ip:port", with an IPv6 address itself full of colons.
+    if let Some((ip, _port)) = viewer.and_then(|addr| addr.rsplit_once(':')) {
+        return ip.trim_matches(|c| c == '[' || c == ']').to_owned();
     }
-    if let Some(RequestContext::ApiGatewayV2(ctx)) = request.request_context_ref() {
-        if let Some(ip) = ctx.http.source_ip.as_deref().filter(|ip| !ip.is_empty()) {
-            return ip.to_owned();
-        }
+    if let Some(RequestContext::ApiGatewayV2(ctx)) = request.request_context_ref()
+        && let Some(ip) = ctx.http.source_ip.as_deref().filter(|ip| !ip.is_empty())
+    {
+        return ip.to_owned();
     }
     headers
         .get("x-forwarded-for")

@@ -3,7 +3,7 @@
 //! Ingest is called from every site's pages, so it answers any origin
 //! (`Access-Control-Allow-Origin: *`) and never allows credentials.
 
-use lambda_http::http::header::{HeaderValue, CONTENT_TYPE};
+use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Response};
 
 /// A JSON response.
@@ -38,8 +38,14 @@ pub fn preflight() -> Response<Body> {
     let mut response = Response::new(Body::Empty);
     *response.status_mut() = lambda_http::http::StatusCode::NO_CONTENT;
     let headers = response.headers_mut();
-    headers.insert("access-control-allow-methods", HeaderValue::from_static("POST, OPTIONS"));
-    headers.insert("access-control-allow-headers", HeaderValue::from_static("Content-Type"));
+    headers.insert(
+        "access-control-allow-methods",
+        HeaderValue::from_static("POST, OPTIONS"),
+    );
+    headers.insert(
+        "access-control-allow-headers",
+        HeaderValue::from_static("Content-Type"),
+    );
     headers.insert("access-control-max-age", HeaderValue::from_static("86400"));
     response
 }

@@ -34,15 +34,19 @@ pub async fn handle<S: IngestStore, C: Clock>(
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let response = match (method.as_str(), path.as_str()) {
         ("GET" | "HEAD", "/script.js" | "/js/script.js") => script::serve(&request),
-        ("POST", "/collect" | "/api/event") => collect::collect(store, clock, config, &request).await,
+        ("POST", "/collect" | "/api/event") => {
+            collect::collect(store, clock, config, &request).await
+        }
         ("OPTIONS", "/collect" | "/api/event") => http_util::preflight(),
         ("GET" | "HEAD", "/health" | "") => json(
             200,
             &serde_json::json!({"status": "ok", "service": "ingest", "counters": config.counters.snapshot()}),
         ),
-        (_, "/collect" | "/script.js" | "/health") => {
-            error(405, "method_not_allowed", "method not allowed on this route")
-        }
+        (_, "/collect" | "/script.js" | "/health") => error(
+            405,
+            "method_not_allowed",
+            "method not allowed on this route",
+        ),
         _ => error(404, "not_found", "no such route"),
     };
     cors(response)

@@ -31,11 +31,18 @@ pub fn serve(request: &Request) -> Response<Body> {
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        let body = if request.method() == "HEAD" { Body::Empty } else { Body::Text(SCRIPT.to_owned()) };
+        let body = if request.method() == "HEAD" {
+            Body::Empty
+        } else {
+            Body::Text(SCRIPT.to_owned())
+        };
         Response::new(body)
     };
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/javascript; charset=utf-8"));
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/javascript; charset=utf-8"),
+    );
     headers.insert(
         CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=3600, stale-while-revalidate=86400"),

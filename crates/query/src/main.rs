@@ -1,1 +1,3 @@
+//! The query Lambda (see the crate docs); wiring only.
+
 fn main() {}

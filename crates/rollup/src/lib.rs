@@ -1,1 +1,1 @@
-//! placeholder
+//! `tally-rollup`: scheduled day rollups (built by the rollup issue).

@@ -1,1 +1,3 @@
+//! The rollup Lambda (see the crate docs); wiring only.
+
 fn main() {}

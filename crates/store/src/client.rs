@@ -9,10 +9,10 @@ use aws_sdk_dynamodb::config::{
 use aws_smithy_types::retry::RetryConfig;
 use aws_smithy_types::timeout::TimeoutConfig;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use std::sync::Arc;
 
 /// How to reach DynamoDB.
 #[derive(Clone, Debug, Default)]
@@ -33,7 +33,9 @@ impl ClientOptions {
     /// Options from the environment: `DYNAMODB_ENDPOINT`, `AWS_REGION`.
     pub fn from_env() -> Self {
         Self {
-            endpoint: std::env::var("DYNAMODB_ENDPOINT").ok().filter(|s| !s.is_empty()),
+            endpoint: std::env::var("DYNAMODB_ENDPOINT")
+                .ok()
+                .filter(|s| !s.is_empty()),
             region: std::env::var("AWS_REGION").ok().filter(|s| !s.is_empty()),
             ..Self::default()
         }
@@ -70,7 +72,10 @@ pub async fn build(options: &ClientOptions) -> Client {
                 .behavior_version(BehaviorVersion::latest())
                 .endpoint_url(endpoint)
                 .region(Region::new(
-                    options.region.clone().unwrap_or_else(|| "us-east-1".to_owned()),
+                    options
+                        .region
+                        .clone()
+                        .unwrap_or_else(|| "us-east-1".to_owned()),
                 ));
             if has_env_credentials {
                 let shared = aws_config::defaults(BehaviorVersion::latest()).load().await;
@@ -78,7 +83,13 @@ pub async fn build(options: &ClientOptions) -> Client {
                     b = b.credentials_provider(provider);
                 }
             } else {
-                b = b.credentials_provider(Credentials::new("local", "local", None, None, "tally-local"));
+                b = b.credentials_provider(Credentials::new(
+                    "local",
+                    "local",
+                    None,
+                    None,
+                    "tally-local",
+                ));
             }
             b
         }
@@ -121,7 +132,10 @@ impl RequestCounter {
 
     /// Requests per operation name (`PutItem`, `Query`, …).
     pub fn by_operation(&self) -> BTreeMap<String, u64> {
-        self.by_operation.lock().map(|m| m.clone()).unwrap_or_default()
+        self.by_operation
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default()
     }
 
     /// Read units reported by responses that returned consumed capacity.

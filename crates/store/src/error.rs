@@ -62,6 +62,9 @@ where
         SdkError::TimeoutError(_) => StoreError::Unavailable("timed out".to_owned()),
         SdkError::DispatchFailure(_) => StoreError::Unavailable("connection failed".to_owned()),
         SdkError::ResponseError(_) => StoreError::Unavailable("malformed response".to_owned()),
-        _ => StoreError::Request(format!("{}", aws_sdk_dynamodb::error::DisplayErrorContext(&err))),
+        _ => StoreError::Request(format!(
+            "{}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(&err)
+        )),
     }
 }

@@ -1,9 +1,9 @@
 //! Raw events: one conditional PutItem per accepted event, and reads of the
 //! UTC-hour partitions that cover a time range.
 
+use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{from_item, number, with_keys};
-use crate::Store;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tally_core::event::Event;
@@ -32,7 +32,12 @@ pub fn event_ttl(at: Millis, retention_days: u32) -> i64 {
 impl Store {
     /// Stores one event with one PutItem, conditional on the key being new,
     /// so a beacon delivered twice is stored once without a lock item.
-    pub async fn put_event(&self, key: &EventKey, event: &Event, ttl: Option<i64>) -> Result<PutOutcome, StoreError> {
+    pub async fn put_event(
+        &self,
+        key: &EventKey,
+        event: &Event,
+        ttl: Option<i64>,
+    ) -> Result<PutOutcome, StoreError> {
         let item = with_keys(event, key.pk(), key.sk(), ttl)?;
         let result = self
             .client
@@ -40,10 +45,14 @@ impl Store {
             .table_name(self.table())
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(pk)")
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         match result {
-            Ok(_) => Ok(PutOutcome::Stored),
+            Ok(out) => {
+                self.add_write_units(out.consumed_capacity().and_then(|c| c.capacity_units()));
+                Ok(PutOutcome::Stored)
+            }
             Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => {
                 Ok(PutOutcome::Duplicate)
             }
@@ -53,7 +62,11 @@ impl Store {
 
     /// Every event of one hour partition (all pages), skipping items whose
     /// TTL has passed at `now` (expiry is lazy in DynamoDB).
-    pub async fn events_in_partition(&self, pk: String, now: Millis) -> Result<Vec<Event>, StoreError> {
+    pub async fn events_in_partition(
+        &self,
+        pk: String,
+        now: Millis,
+    ) -> Result<Vec<Event>, StoreError> {
         let mut out = Vec::new();
         let mut start = None;
         loop {
@@ -85,7 +98,13 @@ impl Store {
 
     /// Every event of a site in `[from, to)`, read from the hour partitions
     /// (and shards) that overlap the range in parallel, sorted by time.
-    pub async fn events_between(&self, site: &Site, from: Millis, to: Millis, now: Millis) -> Result<Vec<Event>, StoreError> {
+    pub async fn events_between(
+        &self,
+        site: &Site,
+        from: Millis,
+        to: Millis,
+        now: Millis,
+    ) -> Result<Vec<Event>, StoreError> {
         let shards: Vec<Option<u16>> = if site.shards <= 1 {
             vec![None]
         } else {

@@ -11,7 +11,12 @@ use std::collections::HashMap;
 pub type Item = HashMap<String, AttributeValue>;
 
 /// Serialises `value` and adds `pk` and `sk` (and `ttl` when given).
-pub fn with_keys<T: Serialize>(value: &T, pk: String, sk: String, ttl: Option<i64>) -> Result<Item, StoreError> {
+pub fn with_keys<T: Serialize>(
+    value: &T,
+    pk: String,
+    sk: String,
+    ttl: Option<i64>,
+) -> Result<Item, StoreError> {
     let mut item: Item =
         serde_dynamo::to_item(value).map_err(|e| StoreError::Request(format!("serialise: {e}")))?;
     item.insert("pk".to_owned(), AttributeValue::S(pk));

@@ -74,6 +74,12 @@ impl Store {
         self.counter.as_ref()
     }
 
+    pub(crate) fn add_write_units(&self, units: Option<f64>) {
+        if let (Some(counter), Some(units)) = (&self.counter, units) {
+            counter.add_write_units(units);
+        }
+    }
+
     pub(crate) fn add_read_units(&self, units: Option<f64>) {
         if let (Some(counter), Some(units)) = (&self.counter, units) {
             counter.add_read_units(units);

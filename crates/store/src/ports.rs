@@ -58,7 +58,12 @@ impl IngestStore for DynamoIngest {
         self.salt.salt(&self.store, day).await.0
     }
 
-    async fn put_event(&self, key: &EventKey, event: &Event, ttl: Option<i64>) -> Result<PutOutcome, StoreError> {
+    async fn put_event(
+        &self,
+        key: &EventKey,
+        event: &Event,
+        ttl: Option<i64>,
+    ) -> Result<PutOutcome, StoreError> {
         self.store.put_event(key, event, ttl).await
     }
 }

@@ -8,9 +8,9 @@
 //! unreachable the instance falls back to its local salt for a short while
 //! rather than failing ingestion.
 
+use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{key, string};
-use crate::Store;
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 use std::sync::Mutex;

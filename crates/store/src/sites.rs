@@ -1,9 +1,9 @@
 //! Sites, API keys and goals: the configuration items under `SITES` and
 //! `SITE#{site}`, and a per-instance site cache for the hot path.
 
+use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, from_item, key, string, with_keys};
-use crate::Store;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -92,13 +92,25 @@ impl Store {
 
     /// Stores an API key record under its site.
     pub async fn put_api_key(&self, site: &str, record: &ApiKeyRecord) -> Result<(), StoreError> {
-        let item = with_keys(record, keys::site_pk(site), keys::api_key_sk(&record.hash), None)?;
+        let item = with_keys(
+            record,
+            keys::site_pk(site),
+            keys::api_key_sk(&record.hash),
+            None,
+        )?;
         self.put(item).await
     }
 
     /// Reads an API key record by the key's hash.
-    pub async fn api_key(&self, site: &str, hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
-        match self.get(key(keys::site_pk(site), keys::api_key_sk(hash)), false).await? {
+    pub async fn api_key(
+        &self,
+        site: &str,
+        hash: &str,
+    ) -> Result<Option<ApiKeyRecord>, StoreError> {
+        match self
+            .get(key(keys::site_pk(site), keys::api_key_sk(hash)), false)
+            .await?
+        {
             Some(item) => Ok(Some(from_item(item)?)),
             None => Ok(None),
         }
@@ -126,7 +138,11 @@ impl Store {
     }
 
     /// Reads an item by key.
-    pub(crate) async fn get(&self, key: Item, consistent: bool) -> Result<Option<Item>, StoreError> {
+    pub(crate) async fn get(
+        &self,
+        key: Item,
+        consistent: bool,
+    ) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -139,20 +155,12 @@ impl Store {
         Ok(out.item)
     }
 
-    /// Deletes an item by key.
-    pub(crate) async fn delete(&self, key: Item) -> Result<(), StoreError> {
-        self.client
-            .delete_item()
-            .table_name(self.table())
-            .set_key(Some(key))
-            .send()
-            .await
-            .map_err(from_sdk)?;
-        Ok(())
-    }
-
     /// Every item of a partition whose sort key starts with `prefix`.
-    pub(crate) async fn query_prefix(&self, pk: &str, prefix: &str) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn query_prefix(
+        &self,
+        pk: &str,
+        prefix: &str,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut out = Vec::new();
         let mut start = None;
         loop {
@@ -183,12 +191,15 @@ pub const SITE_CACHE_TTL: Duration = Duration::from_secs(60);
 /// site ids cannot grow memory without bound.
 pub const SITE_CACHE_CAPACITY: usize = 10_000;
 
+/// A cached answer: the site (or its absence) and when it was read.
+type CachedSite = (Option<Arc<Site>>, Instant);
+
 /// A per-instance cache of site settings in front of the store: a warm
 /// instance reads a site once a minute, not once per event. Unknown ids are
 /// cached too, so a flood of bogus ids costs one read per id per minute.
 #[derive(Debug, Default)]
 pub struct SiteCache {
-    entries: Mutex<HashMap<String, (Option<Arc<Site>>, Instant)>>,
+    entries: Mutex<HashMap<String, CachedSite>>,
 }
 
 impl SiteCache {

@@ -1,0 +1,170 @@
+//! `tally dev` as a user runs it: the real binary, a fresh data directory,
+//! the printed `ready:` line, and a page view read back through a plain
+//! DynamoDB client at the printed endpoint.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Dev {
+    child: Child,
+    ready: std::collections::HashMap<String, String>,
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(data_dir: &std::path::Path) -> Dev {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["dev", "--port", "0", "--dynamodb-port", "0", "--data-dir"])
+        .arg(data_dir)
+        .env_remove("DYNAMODB_ENDPOINT")
+        .env("TALLY_SALT_SECRET", "dev-test-secret-0123456789abcdef0123")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.starts_with("ready: ") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("tally dev printed no ready line");
+    let ready = line
+        .trim_start_matches("ready: ")
+        .split(' ')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    Dev { child, ready }
+}
+
+fn get(url: &str) -> (u16, String) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent.get(url).call().unwrap();
+    (
+        response.status().as_u16(),
+        response.body_mut().read_to_string().unwrap(),
+    )
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_serves_the_stack_and_keeps_data_across_restarts() {
+    let dir = std::env::temp_dir().join(format!("tally-dev-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dev = start(&dir);
+    let http = dev.ready["http"].clone();
+    for key in ["http", "dynamodb", "table", "site", "key"] {
+        assert!(
+            dev.ready.get(key).is_some_and(|v| !v.is_empty()),
+            "ready line lacks {key}"
+        );
+    }
+    assert_eq!(dev.ready["site"], "demo");
+    assert!(dev.ready["key"].starts_with("tk_"));
+
+    let (status, body) = get(&format!("{http}/health"));
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()["status"],
+        "ok"
+    );
+    let (status, script) = get(&format!("{http}/script.js"));
+    assert_eq!(status, 200);
+    assert!(script.contains("sendBeacon"));
+    let (status, demo) = get(&format!("{http}/demo"));
+    assert_eq!(status, 200);
+    assert!(demo.contains(r#"data-site="demo""#) && demo.contains("/script.js"));
+
+    let ts = now_ms();
+    let body = serde_json::json!({"s":"demo","sid":"devtest","e":"pageview","u":"http://localhost/demo/about","r":"","eid":"devtestevent","ts":ts,"tz":"Europe/Paris"});
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let response = agent
+        .post(&format!("{http}/collect"))
+        .header("user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
+        .header("content-type", "text/plain")
+        .send(body.to_string())
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 202);
+
+    // Any DynamoDB client at the printed endpoint sees the page view.
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .endpoint_url(&dev.ready["dynamodb"])
+        .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "any", "any", None, None, "test",
+        ))
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let find =
+        |items: Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>>| {
+            items.into_iter().find(|i| {
+                i.get("p")
+                    .and_then(|p| p.as_s().ok())
+                    .is_some_and(|p| p == "/demo/about")
+            })
+        };
+    let scan = client
+        .scan()
+        .table_name(&dev.ready["table"])
+        .send()
+        .await
+        .unwrap();
+    let item = find(scan.items.unwrap_or_default()).expect("the page view is in the table");
+    assert_eq!(item["co"].as_s().unwrap(), "FR");
+    let key = dev.ready["key"].clone();
+    drop(dev);
+
+    // Same data dir: the event and the demo key survive the restart.
+    let started = Instant::now();
+    let dev = start(&dir);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(dev.ready["key"], key);
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .endpoint_url(&dev.ready["dynamodb"])
+        .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "any", "any", None, None, "test",
+        ))
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let scan = client
+        .scan()
+        .table_name(&dev.ready["table"])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        find(scan.items.unwrap_or_default()).is_some(),
+        "data survives a restart"
+    );
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+}
