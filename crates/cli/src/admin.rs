@@ -62,6 +62,127 @@ pub enum KeyCommand {
     },
 }
 
+/// `tally goal …`
+#[derive(Subcommand, Debug)]
+pub enum GoalCommand {
+    /// Add a page-view goal (`--page`) or a custom-event goal (`--event`).
+    Add {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// The goal's display name (default: the event name or page pattern).
+        #[arg(long)]
+        name: Option<String>,
+        /// Convert on a custom event with this name.
+        #[arg(long, conflicts_with = "page", required_unless_present = "page")]
+        event: Option<String>,
+        /// Convert on a page view whose path matches (`/pricing`, `/blog/*`).
+        #[arg(long)]
+        page: Option<String>,
+        /// How `--page` matches: exact, wildcard or regex (default: wildcard
+        /// when the pattern has a `*`, else exact).
+        #[arg(long = "match", value_parser = ["exact", "wildcard", "regex"])]
+        matching: Option<String>,
+    },
+    /// List a site's goals.
+    List {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+    },
+    /// Remove a goal by id.
+    Remove {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// The goal id as listed.
+        id: String,
+    },
+}
+
+/// A goal id from a name: lower-case letters, digits and dashes.
+pub fn goal_id(name: &str) -> String {
+    let mut id = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            id.push(c.to_ascii_lowercase());
+        } else if !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    let id = id.trim_matches('-').to_owned();
+    if id.is_empty() { "goal".to_owned() } else { id }
+}
+
+/// Runs a `tally goal` command.
+pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
+    use tally_core::goal::{Goal, GoalRule, MAX_GOALS, PageMatch};
+    let store = connect(target).await;
+    let mut out = std::io::stdout().lock();
+    match command {
+        GoalCommand::Add {
+            site,
+            name,
+            event,
+            page,
+            matching,
+        } => {
+            store
+                .site(&site)
+                .await?
+                .with_context(|| format!("no site {site:?}"))?;
+            let rule = match (event, page) {
+                (Some(name), _) => GoalRule::Event { name },
+                (None, Some(pattern)) => {
+                    let matching = match matching.as_deref() {
+                        Some("regex") => PageMatch::Regex,
+                        Some("wildcard") => PageMatch::Wildcard,
+                        Some(_) => PageMatch::Exact,
+                        None if pattern.contains('*') => PageMatch::Wildcard,
+                        None => PageMatch::Exact,
+                    };
+                    GoalRule::Page { pattern, matching }
+                }
+                (None, None) => bail!("give --event NAME or --page PATTERN"),
+            };
+            let name = name.unwrap_or_else(|| match &rule {
+                GoalRule::Event { name } => name.clone(),
+                GoalRule::Page { pattern, .. } => format!("Visit {pattern}"),
+            });
+            let existing = store.goals(&site).await?;
+            if existing.len() >= MAX_GOALS {
+                bail!("a site may have at most {MAX_GOALS} goals");
+            }
+            let id = goal_id(&name);
+            if existing.iter().any(|g| g.id == id || g.name == name) {
+                bail!("a goal named {name:?} already exists");
+            }
+            let goal = Goal::new(&id, &name, rule, now_ms())?;
+            store.put_goal(&site, &goal).await?;
+            writeln!(out, "goal added: {id}\t{name}")?;
+        }
+        GoalCommand::List { site } => {
+            for g in store.goals(&site).await? {
+                let rule = match &g.rule {
+                    GoalRule::Event { name } => format!("event {name}"),
+                    GoalRule::Page { pattern, matching } => {
+                        format!("page {pattern} ({matching:?})")
+                    }
+                };
+                writeln!(out, "{}\t{}\t{}", g.id, g.name, rule)?;
+            }
+        }
+        GoalCommand::Remove { site, id } => {
+            if !store.goals(&site).await?.iter().any(|g| g.id == id) {
+                bail!("no goal {id:?} on site {site:?}");
+            }
+            store.delete_goal(&site, &id).await?;
+            writeln!(out, "goal removed: {id}")?;
+        }
+    }
+    Ok(())
+}
+
 /// Connects to the target table.
 pub async fn connect(target: &Target) -> Store {
     let options = ClientOptions {
@@ -92,7 +213,7 @@ pub async fn create_key(store: &Store, site: &str, label: &str) -> anyhow::Resul
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| anyhow::anyhow!("no randomness available"))?;
-    let key = auth::key_from_bytes(&bytes);
+    let key = auth::key_from_bytes(site, &bytes);
     let record = ApiKeyRecord {
         hash: auth::hash_key(&key),
         prefix: key[..SHOWN_PREFIX_LEN].to_owned(),

@@ -4,7 +4,7 @@
 //! on loopback, backed by a file in the data directory; the table is created
 //! from the same spec as `template.yaml`; a demo site for `localhost` gets an
 //! API key; and one HTTP server routes requests to the real ingest and query
-//! handlers, which reach the store through `aws-sdk-dynamodb`.
+//! handlers (`/` and `/api/…` to query, everything else to ingest), which reach the store through `aws-sdk-dynamodb`.
 
 use anyhow::Context;
 use axum::extract::{ConnectInfo, Request as AxumRequest, State};
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use tally_core::site::Site;
 use tally_ingest::Config as IngestConfig;
 use tally_store::clock::SystemClock;
-use tally_store::ports::DynamoIngest;
+use tally_store::ports::{DynamoIngest, DynamoQuery};
 use tally_store::salt::SharedSalt;
 use tally_store::table::ensure_table;
 use tally_store::{ClientOptions, Store};
@@ -56,6 +56,7 @@ pub struct DevArgs {
 struct App {
     ingest: DynamoIngest,
     ingest_config: IngestConfig,
+    query: DynamoQuery,
 }
 
 /// Runs the stack until Ctrl-C.
@@ -102,6 +103,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let app = Arc::new(App {
         ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
         ingest_config: IngestConfig::from_env(),
+        query: DynamoQuery::new(store.clone()),
     });
     let router = axum::Router::new().fallback(route).with_state(app);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
@@ -176,8 +178,11 @@ async fn route(
         Ok(r) => r,
         Err(response) => return *response,
     };
-    let response =
-        tally_ingest::handle(&app.ingest, &SystemClock, &app.ingest_config, request).await;
+    let response = if path == "/" || path == "/dashboard" || path.starts_with("/api/") {
+        tally_query::handle(&app.query, &SystemClock, request).await
+    } else {
+        tally_ingest::handle(&app.ingest, &SystemClock, &app.ingest_config, request).await
+    };
     from_lambda(response)
 }
 

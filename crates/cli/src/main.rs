@@ -48,6 +48,13 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Manage goals.
+    Goal {
+        #[command(subcommand)]
+        command: admin::GoalCommand,
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 #[tokio::main]
@@ -57,5 +64,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Dev(args) => dev::run(args).await,
         Command::Site { command, target } => admin::site(command, &target).await,
         Command::Key { command, target } => admin::key(command, &target).await,
+        Command::Goal { command, target } => admin::goal(command, &target).await,
     }
 }

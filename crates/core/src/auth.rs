@@ -1,15 +1,18 @@
 //! API keys: their format, their stored hash, and reading a bearer header.
 //!
-//! A key is `tk_` followed by 40 lower-case hex characters (160 random
-//! bits). Only `sha256(key)` is stored (`KEY#{hash}`), so a table dump
-//! yields no usable key; the key is shown once, at creation.
+//! A key is `tk_`, 40 lower-case hex characters (160 random bits), a dot and
+//! the site id it belongs to: `tk_…40 hex….example.com`. The site id is not
+//! secret; carrying it lets a key used on another site be told apart (403)
+//! from a wrong key (401) without any index. Only `sha256(key)` is stored
+//! (`SITE#{site}` / `KEY#{hash}`), so a table dump yields no usable key; the
+//! key is shown once, at creation.
 
 use crate::hex;
 
 /// The prefix every key starts with.
 pub const KEY_PREFIX: &str = "tk_";
-/// Length of a key in characters.
-pub const KEY_LEN: usize = KEY_PREFIX.len() + 40;
+/// Length of a key's random part in hex characters.
+const RANDOM_HEX: usize = 40;
 /// Characters of a key kept in listings to tell keys apart.
 pub const SHOWN_PREFIX_LEN: usize = KEY_PREFIX.len() + 6;
 
@@ -50,18 +53,29 @@ impl AuthError {
     }
 }
 
-/// A key from 20 random bytes.
-pub fn key_from_bytes(bytes: &[u8; 20]) -> String {
-    format!("{KEY_PREFIX}{}", hex::encode(bytes))
+/// A key for a site from 20 random bytes.
+pub fn key_from_bytes(site: &str, bytes: &[u8; 20]) -> String {
+    format!("{KEY_PREFIX}{}.{site}", hex::encode(bytes))
+}
+
+/// The site a well-formed key belongs to.
+pub fn key_site(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix(KEY_PREFIX)?;
+    let random = rest.get(..RANDOM_HEX)?;
+    if !random
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    rest.get(RANDOM_HEX..)?
+        .strip_prefix('.')
+        .filter(|site| crate::keys::valid_site_id(site))
 }
 
 /// Whether text has the shape of a key.
 pub fn is_well_formed(key: &str) -> bool {
-    key.len() == KEY_LEN
-        && key.starts_with(KEY_PREFIX)
-        && key[KEY_PREFIX.len()..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    key_site(key).is_some()
 }
 
 /// The stored form of a key: hex SHA-256.
@@ -93,12 +107,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_have_a_fixed_shape() {
-        let key = key_from_bytes(&[7u8; 20]);
+    fn keys_carry_their_site() {
+        let key = key_from_bytes("example.com", &[7u8; 20]);
         assert!(is_well_formed(&key));
-        assert_eq!(key.len(), KEY_LEN);
+        assert_eq!(key_site(&key), Some("example.com"));
         assert!(!is_well_formed("tk_short"));
         assert!(!is_well_formed(&key.to_uppercase()));
+        assert!(!is_well_formed(&format!("{}.Bad#Site", &key[..43])));
     }
 
     #[test]
@@ -112,7 +127,7 @@ mod tests {
 
     #[test]
     fn reads_bearer_headers() {
-        let key = key_from_bytes(&[1u8; 20]);
+        let key = key_from_bytes("blog", &[1u8; 20]);
         assert_eq!(bearer(Some(&format!("Bearer {key}"))), Ok(key.as_str()));
         assert_eq!(bearer(Some(&format!("bearer  {key} "))), Ok(key.as_str()));
         assert_eq!(bearer(None), Err(AuthError::Missing));

@@ -14,13 +14,20 @@
 //! - [`event`]: the stored event and how an accepted payload becomes one.
 //! - [`classify`]: user agents, bots, referrers and time-zone countries.
 
+pub mod aggregate;
 pub mod auth;
 pub mod classify;
+pub mod dimension;
 pub mod event;
+pub mod filter;
+pub mod goal;
 pub mod hex;
 pub mod keys;
 pub mod payload;
+pub mod range;
+pub mod report;
 pub mod salt;
+pub mod session;
 pub mod site;
 pub mod zone;
 

@@ -22,12 +22,19 @@ fn pipeline(c: &mut Criterion) {
     let zone = site.zone();
     let secret = Secret::new(b"bench-secret".to_vec());
     let limits = Limits::default();
-    let client = Client { ip: "203.0.113.7", user_agent: UA, origin: Some("https://example.com"), geo: None };
+    let client = Client {
+        ip: "203.0.113.7",
+        user_agent: UA,
+        origin: Some("https://example.com"),
+        geo: None,
+    };
     // Warm the UA parser's lazily compiled tables once, as a warm Lambda has.
     black_box(tally_core::classify::ua::classify_user_agent(UA));
     c.bench_function("ingest_pipeline/page_view", |b| {
         b.iter(|| {
-            let hit = payload::parse(black_box(BODY.as_bytes()), &limits).unwrap().unwrap();
+            let hit = payload::parse(black_box(BODY.as_bytes()), &limits)
+                .unwrap()
+                .unwrap();
             event::screen_client(&client).unwrap();
             event::check_site(&hit, &site, &client).unwrap().unwrap();
             let at = payload::event_time(hit.client_ts, 1_764_460_801_000);

@@ -19,6 +19,7 @@ pub mod clock;
 pub mod env;
 pub mod error;
 pub mod events;
+pub mod goals;
 pub mod item;
 pub mod ports;
 pub mod salt;

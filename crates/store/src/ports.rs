@@ -4,11 +4,14 @@
 
 use crate::events::PutOutcome;
 use crate::salt::SharedSalt;
+use crate::sites::ApiKeyRecord;
 use crate::sites::SiteCache;
 use crate::{Store, StoreError};
 use std::future::Future;
 use std::sync::Arc;
+use tally_core::Millis;
 use tally_core::event::Event;
+use tally_core::goal::Goal;
 use tally_core::keys::EventKey;
 use tally_core::salt::DailySalt;
 use tally_core::site::Site;
@@ -65,5 +68,69 @@ impl IngestStore for DynamoIngest {
         ttl: Option<i64>,
     ) -> Result<PutOutcome, StoreError> {
         self.store.put_event(key, event, ttl).await
+    }
+}
+
+/// What the query function needs from storage.
+pub trait QueryStore: Send + Sync {
+    /// A site's settings (cached per instance).
+    fn site(&self, id: &str) -> impl Future<Output = Result<Option<Arc<Site>>, StoreError>> + Send;
+    /// An API key record by the key's hash (never cached: revocation is immediate).
+    fn api_key(
+        &self,
+        site: &str,
+        hash: &str,
+    ) -> impl Future<Output = Result<Option<ApiKeyRecord>, StoreError>> + Send;
+    /// The site's goals.
+    fn goals(&self, site: &str) -> impl Future<Output = Result<Vec<Goal>, StoreError>> + Send;
+    /// Every event of the site in `[from, to)`, in time order.
+    fn events(
+        &self,
+        site: &Site,
+        from: Millis,
+        to: Millis,
+        now: Millis,
+    ) -> impl Future<Output = Result<Vec<Event>, StoreError>> + Send;
+}
+
+/// The DynamoDB-backed query store.
+#[derive(Debug)]
+pub struct DynamoQuery {
+    /// The table.
+    pub store: Store,
+    sites: SiteCache,
+}
+
+impl DynamoQuery {
+    /// Wraps a store with an empty site cache.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            sites: SiteCache::new(),
+        }
+    }
+}
+
+impl QueryStore for DynamoQuery {
+    async fn site(&self, id: &str) -> Result<Option<Arc<Site>>, StoreError> {
+        self.sites.site(&self.store, id).await
+    }
+
+    async fn api_key(&self, site: &str, hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
+        self.store.api_key(site, hash).await
+    }
+
+    async fn goals(&self, site: &str) -> Result<Vec<Goal>, StoreError> {
+        self.store.goals(site).await
+    }
+
+    async fn events(
+        &self,
+        site: &Site,
+        from: Millis,
+        to: Millis,
+        now: Millis,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.store.events_between(site, from, to, now).await
     }
 }

@@ -1,0 +1,190 @@
+//! The dimensions reports break down and filter by.
+
+use crate::event::Event;
+use serde::{Deserialize, Serialize};
+
+/// A report dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    /// Page path of each page view.
+    Page,
+    /// First page of a visit.
+    EntryPage,
+    /// Last page of a visit.
+    ExitPage,
+    /// Source name (Google, Direct, a UTM source, a host).
+    Source,
+    /// Referrer `host/path`.
+    Referrer,
+    /// Marketing channel.
+    Channel,
+    /// `utm_source`.
+    UtmSource,
+    /// `utm_medium`.
+    UtmMedium,
+    /// `utm_campaign`.
+    UtmCampaign,
+    /// `utm_content`.
+    UtmContent,
+    /// `utm_term`.
+    UtmTerm,
+    /// Device type.
+    Device,
+    /// Browser.
+    Browser,
+    /// Operating system.
+    Os,
+    /// Country (ISO 3166 alpha-2).
+    Country,
+    /// Region (CloudFront only).
+    Region,
+    /// City (CloudFront only).
+    City,
+    /// Screen size `WxH`.
+    Screen,
+    /// Custom event name.
+    Event,
+    /// Goal name.
+    Goal,
+}
+
+/// What a dimension describes, which decides how filters on it apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// A property of the visit (its first event).
+    Session,
+    /// A property of each page view.
+    PageView,
+    /// A property of each custom event.
+    Custom,
+    /// Goal conversions.
+    Goal,
+}
+
+impl Dimension {
+    /// Every dimension.
+    pub const ALL: [Dimension; 20] = [
+        Self::Page,
+        Self::EntryPage,
+        Self::ExitPage,
+        Self::Source,
+        Self::Referrer,
+        Self::Channel,
+        Self::UtmSource,
+        Self::UtmMedium,
+        Self::UtmCampaign,
+        Self::UtmContent,
+        Self::UtmTerm,
+        Self::Device,
+        Self::Browser,
+        Self::Os,
+        Self::Country,
+        Self::Region,
+        Self::City,
+        Self::Screen,
+        Self::Event,
+        Self::Goal,
+    ];
+
+    /// The canonical (singular) name used in filters and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Page => "page",
+            Self::EntryPage => "entry_page",
+            Self::ExitPage => "exit_page",
+            Self::Source => "source",
+            Self::Referrer => "referrer",
+            Self::Channel => "channel",
+            Self::UtmSource => "utm_source",
+            Self::UtmMedium => "utm_medium",
+            Self::UtmCampaign => "utm_campaign",
+            Self::UtmContent => "utm_content",
+            Self::UtmTerm => "utm_term",
+            Self::Device => "device",
+            Self::Browser => "browser",
+            Self::Os => "os",
+            Self::Country => "country",
+            Self::Region => "region",
+            Self::City => "city",
+            Self::Screen => "screen",
+            Self::Event => "event",
+            Self::Goal => "goal",
+        }
+    }
+
+    /// Parses a canonical name or a plural alias (`pages`, `countries`,
+    /// `screen_sizes`, `events`, …).
+    pub fn parse(name: &str) -> Option<Self> {
+        let name = match name {
+            "pages" => "page",
+            "entry_pages" | "entries" => "entry_page",
+            "exit_pages" | "exits" => "exit_page",
+            "sources" => "source",
+            "referrers" => "referrer",
+            "channels" => "channel",
+            "devices" => "device",
+            "browsers" => "browser",
+            "countries" => "country",
+            "regions" => "region",
+            "cities" => "city",
+            "screens" | "screen_sizes" | "screen_size" => "screen",
+            "events" | "custom_events" => "event",
+            "goals" => "goal",
+            other => other,
+        };
+        Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// What the dimension describes.
+    pub fn level(self) -> Level {
+        match self {
+            Self::Page => Level::PageView,
+            Self::Event => Level::Custom,
+            Self::Goal => Level::Goal,
+            _ => Level::Session,
+        }
+    }
+
+    /// The value of a session-level dimension read from an event (the
+    /// visit's first event); `None` when the event lacks it. Entry and exit
+    /// pages and event-level dimensions are not read here.
+    pub fn of_event(self, e: &Event) -> Option<&str> {
+        match self {
+            Self::Page => Some(&e.path),
+            Self::Source => Some(&e.source),
+            Self::Referrer => e.referrer.as_deref(),
+            Self::Channel => Some(e.channel.as_str()),
+            Self::UtmSource => e.utm_source.as_deref(),
+            Self::UtmMedium => e.utm_medium.as_deref(),
+            Self::UtmCampaign => e.utm_campaign.as_deref(),
+            Self::UtmContent => e.utm_content.as_deref(),
+            Self::UtmTerm => e.utm_term.as_deref(),
+            Self::Device => Some(e.device.as_str()),
+            Self::Browser => Some(&e.browser),
+            Self::Os => Some(&e.os),
+            Self::Country => e.country.as_deref(),
+            Self::Region => e.region.as_deref(),
+            Self::City => e.city.as_deref(),
+            Self::Screen => e.screen.as_deref(),
+            Self::Event => e.name.as_deref(),
+            Self::EntryPage | Self::ExitPage | Self::Goal => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_aliases_parse() {
+        for d in Dimension::ALL {
+            assert_eq!(Dimension::parse(d.name()), Some(d));
+        }
+        assert_eq!(Dimension::parse("countries"), Some(Dimension::Country));
+        assert_eq!(Dimension::parse("screen_sizes"), Some(Dimension::Screen));
+        assert_eq!(Dimension::parse("pages"), Some(Dimension::Page));
+        assert_eq!(Dimension::parse("shoe_size"), None);
+    }
+}

@@ -1,0 +1,266 @@
+//! Report filters: `filters=page==/blog/*;country==DE;browser!=Safari`.
+//!
+//! Filters are separated by `;` and combined with AND. Operators: `==` is,
+//! `!=` is not, `~=` contains, `!~` does not contain. With `==` and `!=`, a
+//! `*` in the value is a wildcard and `|` separates alternatives
+//! (`country==DE|AT`). The value `(none)` matches a missing value.
+//!
+//! A filter on a visit property (source, country, entry page, …) keeps or
+//! drops whole visits. A filter on `page` keeps visits with at least one
+//! matching page view and counts only matching page views; on `event`, visits
+//! with a matching custom event, counting only matching custom events; on
+//! `goal`, visits that converted the goal.
+
+use crate::dimension::{Dimension, Level};
+use crate::event::{Event, Kind};
+use crate::goal::{Matcher, wildcard_match};
+use crate::session::Session;
+
+/// The value standing for "no value".
+pub const NONE_VALUE: &str = "(none)";
+/// Most filters in one query.
+pub const MAX_FILTERS: usize = 20;
+
+/// A filter operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Equals one of the values (wildcards allowed).
+    Is,
+    /// Equals none of the values.
+    IsNot,
+    /// Contains one of the values.
+    Contains,
+    /// Contains none of the values.
+    NotContains,
+}
+
+/// One filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Predicate {
+    /// The dimension filtered.
+    pub dimension: Dimension,
+    /// The operator.
+    pub op: Op,
+    /// Alternatives (any may match).
+    pub values: Vec<String>,
+}
+
+/// Why a filter string is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FilterError {
+    /// No operator found.
+    #[error("malformed filter {0:?}: expected dimension==value, !=, ~= or !~")]
+    Malformed(String),
+    /// The dimension is unknown.
+    #[error("unknown filter dimension {0:?}")]
+    UnknownDimension(String),
+    /// Too many filters.
+    #[error("at most {MAX_FILTERS} filters")]
+    TooMany,
+}
+
+impl Predicate {
+    /// Whether a value (or its absence) passes.
+    pub fn matches(&self, value: Option<&str>) -> bool {
+        let hit = |v: &str| match value {
+            None => v == NONE_VALUE,
+            Some(actual) => match self.op {
+                Op::Is | Op::IsNot => {
+                    if v.contains('*') {
+                        wildcard_match(v, actual)
+                    } else {
+                        v == actual
+                    }
+                }
+                Op::Contains | Op::NotContains => actual.to_lowercase().contains(&v.to_lowercase()),
+            },
+        };
+        let any = self.values.iter().any(|v| hit(v));
+        match self.op {
+            Op::Is | Op::Contains => any,
+            Op::IsNot | Op::NotContains => !any,
+        }
+    }
+}
+
+/// A set of filters combined with AND.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Every predicate.
+    pub predicates: Vec<Predicate>,
+}
+
+impl Filter {
+    /// Parses the `filters` query parameter.
+    pub fn parse(text: &str) -> Result<Self, FilterError> {
+        let mut predicates = Vec::new();
+        for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let (at, op, len) = ["==", "!=", "~=", "!~"]
+                .iter()
+                .filter_map(|o| part.find(o).map(|i| (i, *o, o.len())))
+                .min_by_key(|(i, _, _)| *i)
+                .ok_or_else(|| FilterError::Malformed(part.to_owned()))?;
+            let name = part[..at].trim();
+            let value = part[at + len..].trim();
+            if name.is_empty() || value.is_empty() {
+                return Err(FilterError::Malformed(part.to_owned()));
+            }
+            let dimension = Dimension::parse(name)
+                .ok_or_else(|| FilterError::UnknownDimension(name.to_owned()))?;
+            let op = match op {
+                "==" => Op::Is,
+                "!=" => Op::IsNot,
+                "~=" => Op::Contains,
+                _ => Op::NotContains,
+            };
+            predicates.push(Predicate {
+                dimension,
+                op,
+                values: value
+                    .split('|')
+                    .map(|v| v.trim().to_owned())
+                    .filter(|v| !v.is_empty())
+                    .collect(),
+            });
+            if predicates.len() > MAX_FILTERS {
+                return Err(FilterError::TooMany);
+            }
+        }
+        Ok(Self { predicates })
+    }
+
+    /// Whether there is no filter.
+    pub fn is_empty(&self) -> bool {
+        self.predicates.is_empty()
+    }
+
+    /// The filters as they would be written in a URL.
+    pub fn to_query(&self) -> String {
+        self.predicates
+            .iter()
+            .map(|p| {
+                let op = match p.op {
+                    Op::Is => "==",
+                    Op::IsNot => "!=",
+                    Op::Contains => "~=",
+                    Op::NotContains => "!~",
+                };
+                format!("{}{op}{}", p.dimension.name(), p.values.join("|"))
+            })
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+
+    fn of_level(&self, level: Level) -> impl Iterator<Item = &Predicate> {
+        self.predicates
+            .iter()
+            .filter(move |p| p.dimension.level() == level)
+    }
+
+    /// Whether a page view is counted (passes every `page` filter).
+    pub fn counts_pageview(&self, e: &Event) -> bool {
+        e.kind == Kind::PageView
+            && self
+                .of_level(Level::PageView)
+                .all(|p| p.matches(Some(&e.path)))
+    }
+
+    /// Whether a custom event is counted (passes every `event` filter).
+    pub fn counts_custom(&self, e: &Event) -> bool {
+        e.kind == Kind::Custom
+            && self
+                .of_level(Level::Custom)
+                .all(|p| p.matches(e.name.as_deref()))
+    }
+
+    /// Whether a visit is kept. `goals` are the site's compiled goals by name.
+    pub fn keeps(&self, s: &Session<'_>, goals: &[(String, Matcher)]) -> bool {
+        for p in &self.predicates {
+            let ok = match p.dimension.level() {
+                Level::Session => p.matches(session_value(s, p.dimension)),
+                Level::PageView => s.events.iter().any(|e| self.counts_pageview(e)),
+                Level::Custom => s.events.iter().any(|e| self.counts_custom(e)),
+                Level::Goal => goals
+                    .iter()
+                    .filter(|(name, _)| p.matches(Some(name)))
+                    .any(|(_, m)| s.events.iter().any(|e| m.converts(e))),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The value of a visit-level dimension for a visit.
+pub fn session_value<'a>(s: &Session<'a>, d: Dimension) -> Option<&'a str> {
+    match d {
+        Dimension::EntryPage => Some(s.entry),
+        Dimension::ExitPage => Some(s.exit),
+        other => other.of_event(s.first),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_syntax() {
+        let f = Filter::parse("page==/blog/*;country==DE|AT;browser!=Safari;source~=goo").unwrap();
+        assert_eq!(f.predicates.len(), 4);
+        assert_eq!(
+            f.predicates[0],
+            Predicate {
+                dimension: Dimension::Page,
+                op: Op::Is,
+                values: vec!["/blog/*".into()]
+            }
+        );
+        assert_eq!(f.predicates[1].values, vec!["DE", "AT"]);
+        assert_eq!(f.predicates[2].op, Op::IsNot);
+        assert_eq!(f.predicates[3].op, Op::Contains);
+        assert_eq!(Filter::parse(&f.to_query()).unwrap(), f);
+    }
+
+    #[test]
+    fn rejects_malformed_filters() {
+        assert!(matches!(
+            Filter::parse("page=/x"),
+            Err(FilterError::Malformed(_))
+        ));
+        assert!(matches!(
+            Filter::parse("==x"),
+            Err(FilterError::Malformed(_))
+        ));
+        assert!(matches!(
+            Filter::parse("page=="),
+            Err(FilterError::Malformed(_))
+        ));
+        assert!(matches!(
+            Filter::parse("shoe==42"),
+            Err(FilterError::UnknownDimension(_))
+        ));
+        let many = vec!["country==DE"; 21].join(";");
+        assert_eq!(Filter::parse(&many), Err(FilterError::TooMany));
+    }
+
+    #[test]
+    fn operators_match_as_documented() {
+        let p = |op, v: &str| Predicate {
+            dimension: Dimension::Page,
+            op,
+            values: vec![v.to_owned()],
+        };
+        assert!(p(Op::Is, "/blog/*").matches(Some("/blog/x")));
+        assert!(!p(Op::Is, "/blog/*").matches(Some("/about")));
+        assert!(p(Op::IsNot, "/blog/*").matches(Some("/about")));
+        assert!(p(Op::Contains, "LOG").matches(Some("/blog/x")));
+        assert!(p(Op::NotContains, "log").matches(Some("/about")));
+        assert!(p(Op::Is, NONE_VALUE).matches(None));
+        assert!(!p(Op::Is, "/x").matches(None));
+        assert!(p(Op::IsNot, "/x").matches(None));
+    }
+}

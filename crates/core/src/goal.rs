@@ -1,0 +1,224 @@
+//! Goals: page-view goals (exact path, wildcard such as `/blog/*`, or a
+//! regular expression) and custom-event goals, defined per site.
+//!
+//! Conversions are computed from events at read time (and at rollup time for
+//! settled days), so a goal added today also counts the retained past.
+
+use crate::event::{Event, Kind};
+use serde::{Deserialize, Serialize};
+
+/// Most goals per site.
+pub const MAX_GOALS: usize = 100;
+
+/// How a page goal matches a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PageMatch {
+    /// The path equals the pattern.
+    Exact,
+    /// `*` matches any run of characters (so `/blog/*` is a prefix match).
+    Wildcard,
+    /// The pattern is a regular expression (Rust `regex` syntax, unanchored
+    /// unless it anchors itself).
+    Regex,
+}
+
+/// What converts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum GoalRule {
+    /// A page view whose path matches.
+    Page {
+        /// The path pattern.
+        pattern: String,
+        /// How it matches.
+        matching: PageMatch,
+    },
+    /// A custom event with this name.
+    Event {
+        /// The event name.
+        name: String,
+    },
+}
+
+/// A goal as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goal {
+    /// The goal id (unique per site).
+    pub id: String,
+    /// The display name (unique per site), the value in reports.
+    pub name: String,
+    /// What converts.
+    pub rule: GoalRule,
+    /// When it was created.
+    #[serde(default)]
+    pub created_at: crate::Millis,
+}
+
+/// Why a goal definition is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GoalError {
+    /// The name is empty or too long.
+    #[error("a goal name must be 1-120 characters without control characters")]
+    InvalidName,
+    /// A page pattern must start with `/` (or be a valid regex).
+    #[error("invalid page pattern: {0}")]
+    InvalidPattern(String),
+}
+
+impl Goal {
+    /// Builds and validates a goal.
+    pub fn new(
+        id: &str,
+        name: &str,
+        rule: GoalRule,
+        created_at: crate::Millis,
+    ) -> Result<Self, GoalError> {
+        let goal = Self {
+            id: id.to_owned(),
+            name: name.trim().to_owned(),
+            rule,
+            created_at,
+        };
+        goal.compile()?;
+        Ok(goal)
+    }
+
+    /// A matcher for this goal.
+    pub fn compile(&self) -> Result<Matcher, GoalError> {
+        if self.name.is_empty()
+            || self.name.chars().count() > 120
+            || self.name.chars().any(char::is_control)
+        {
+            return Err(GoalError::InvalidName);
+        }
+        Ok(match &self.rule {
+            GoalRule::Event { name } => {
+                if name.trim().is_empty() {
+                    return Err(GoalError::InvalidName);
+                }
+                Matcher::Event(name.clone())
+            }
+            GoalRule::Page { pattern, matching } => match matching {
+                PageMatch::Exact | PageMatch::Wildcard if !pattern.starts_with('/') => {
+                    return Err(GoalError::InvalidPattern("must start with '/'".to_owned()));
+                }
+                PageMatch::Exact => Matcher::PageExact(pattern.clone()),
+                PageMatch::Wildcard => Matcher::PageWildcard(pattern.clone()),
+                PageMatch::Regex => {
+                    let re = regex::RegexBuilder::new(pattern)
+                        .size_limit(1 << 20)
+                        .build()
+                        .map_err(|e| GoalError::InvalidPattern(e.to_string()))?;
+                    Matcher::PageRegex(re)
+                }
+            },
+        })
+    }
+}
+
+/// A compiled goal.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// Custom event name equality.
+    Event(String),
+    /// Path equality.
+    PageExact(String),
+    /// Path wildcard.
+    PageWildcard(String),
+    /// Path regex.
+    PageRegex(regex::Regex),
+}
+
+impl Matcher {
+    /// Whether an event converts this goal.
+    pub fn converts(&self, event: &Event) -> bool {
+        match (self, event.kind) {
+            (Self::Event(name), Kind::Custom) => event.name.as_deref() == Some(name.as_str()),
+            (Self::PageExact(p), Kind::PageView) => event.path == *p,
+            (Self::PageWildcard(p), Kind::PageView) => wildcard_match(p, &event.path),
+            (Self::PageRegex(re), Kind::PageView) => re.is_match(&event.path),
+            _ => false,
+        }
+    }
+}
+
+/// Glob matching where `*` matches any run of characters (including none
+/// and including `/`); every other character matches itself.
+pub fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && p[pi] != '*' && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_match_like_globs() {
+        let cases = [
+            ("/blog/*", "/blog/", true),
+            ("/blog/*", "/blog/a/b", true),
+            ("/blog/*", "/blog", false),
+            ("/blog*", "/blog", true),
+            ("*/edit", "/posts/1/edit", true),
+            ("/a*c", "/abbbc", true),
+            ("/a*c", "/abbbd", false),
+            ("/exact", "/exact", true),
+            ("/exact", "/exactly", false),
+            ("*", "", true),
+        ];
+        for (pattern, text, expected) in cases {
+            assert_eq!(
+                wildcard_match(pattern, text),
+                expected,
+                "{pattern} ~ {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn validates_goals() {
+        let page = |p: &str, m| GoalRule::Page {
+            pattern: p.to_owned(),
+            matching: m,
+        };
+        assert!(Goal::new("a", "Blog", page("/blog/*", PageMatch::Wildcard), 0).is_ok());
+        assert!(Goal::new("a", "Docs", page("^/docs/[0-9]+$", PageMatch::Regex), 0).is_ok());
+        assert!(matches!(
+            Goal::new("a", "Bad", page("blog", PageMatch::Exact), 0),
+            Err(GoalError::InvalidPattern(_))
+        ));
+        assert!(matches!(
+            Goal::new("a", "Bad", page("(", PageMatch::Regex), 0),
+            Err(GoalError::InvalidPattern(_))
+        ));
+        assert_eq!(
+            Goal::new("a", " ", GoalRule::Event { name: "x".into() }, 0),
+            Err(GoalError::InvalidName)
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The one place API errors become responses.
+
+use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
+use lambda_http::{Body, Response};
+use tally_core::auth::AuthError;
+use tally_core::filter::FilterError;
+use tally_core::range::RangeError;
+use tally_store::StoreError;
+
+/// An API error: status, machine code, human message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: u16,
+    /// Machine-readable code.
+    pub code: &'static str,
+    /// Human-readable message.
+    pub message: String,
+}
+
+impl ApiError {
+    /// A 400 with a code.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status: 400,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A 404.
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status: 404,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        Self {
+            status: e.status(),
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<RangeError> for ApiError {
+    fn from(e: RangeError) -> Self {
+        Self::bad_request(e.code(), e.to_string())
+    }
+}
+
+impl From<FilterError> for ApiError {
+    fn from(e: FilterError) -> Self {
+        let code = match e {
+            FilterError::UnknownDimension(_) => "unknown_filter_dimension",
+            FilterError::Malformed(_) => "malformed_filter",
+            FilterError::TooMany => "too_many_filters",
+        };
+        Self::bad_request(code, e.to_string())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "store failed");
+        if e.is_transient() {
+            Self {
+                status: 503,
+                code: "store_unavailable",
+                message: "the store is unavailable, retry later".into(),
+            }
+        } else {
+            Self {
+                status: 500,
+                code: "internal_error",
+                message: "internal error".into(),
+            }
+        }
+    }
+}
+
+/// A JSON response.
+pub fn json_response(status: u16, value: &serde_json::Value) -> Response<Body> {
+    let mut response = Response::new(Body::Text(value.to_string()));
+    *response.status_mut() = lambda_http::http::StatusCode::from_u16(status)
+        .unwrap_or(lambda_http::http::StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert("cache-control", HeaderValue::from_static("no-store"));
+    response
+}
+
+/// The response of an error: `{"error": {"code", "message"}}`.
+pub fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(
+        e.status,
+        &serde_json::json!({"error": {"code": e.code, "message": e.message}}),
+    )
+}
