@@ -1,26 +1,39 @@
-//! Reading a range's aggregates: raw events folded by the same code the
-//! rollup job uses (the rollup prefix is added by the rollup issue).
+//! Reading a range's day aggregates: the rollup prefix from rollup items
+//! (one Query), the raw tail folded from raw events by the same fold the
+//! rollup job uses, merged. Filters and hourly series read raw events only.
 
 use crate::error::ApiError;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use tally_core::aggregate::{Aggregate, FoldSpec, fold};
 use tally_core::dimension::Dimension;
 use tally_core::filter::Filter;
-use tally_core::goal::{Goal, Matcher};
+use tally_core::goal::Matcher;
 use tally_core::range::DateRange;
 use tally_core::session::{MAX_SPILL_MS, READ_BEFORE_MS, sessions};
 use tally_core::site::Site;
-use tally_core::zone::Zone;
-use tally_core::{HOUR_MS, Millis};
+use tally_core::window::{prefix_candidates, rollup_prefix};
+use tally_core::zone::{Zone, format_date};
+use tally_core::{DAY_MS, HOUR_MS, Millis};
 use tally_store::ports::QueryStore;
 use time::Date;
 
-/// Compiles a site's goals, skipping any that no longer compile.
-pub fn compile_goals(goals: &[Goal]) -> Vec<(String, Matcher)> {
-    goals
-        .iter()
-        .filter_map(|g| g.compile().ok().map(|m| (g.name.clone(), m)))
-        .collect()
+/// How the query function reads.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Serve settled days from rollups (off: always recount raw events).
+    pub use_rollups: bool,
+    /// The settle window.
+    pub settle_ms: Millis,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            use_rollups: true,
+            settle_ms: tally_core::window::DEFAULT_SETTLE_MS,
+        }
+    }
 }
 
 /// What to aggregate.
@@ -35,10 +48,34 @@ pub struct Request<'a> {
     pub dims: &'a [Dimension],
     /// Compiled goals.
     pub goals: &'a [(String, Matcher)],
+    /// Fingerprint of the site's current goals.
+    pub goals_fp: &'a str,
     /// Filters.
     pub filter: &'a Filter,
     /// Now.
     pub now: Millis,
+    /// Read settings.
+    pub config: &'a Config,
+}
+
+/// Which days came from where.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// Days served from rollups.
+    pub rollup: Vec<Date>,
+    /// Days folded from raw events.
+    pub raw: Vec<Date>,
+}
+
+impl Sources {
+    /// The `meta.sources` JSON.
+    pub fn to_json(&self) -> Value {
+        let span = |days: &[Date]| match (days.first(), days.last()) {
+            (Some(a), Some(b)) => json!({"from": format_date(*a), "to": format_date(*b), "days": days.len()}),
+            _ => Value::Null,
+        };
+        json!({"rollup": span(&self.rollup), "raw": span(&self.raw)})
+    }
 }
 
 /// The raw-event window that decides the visits started in `range`.
@@ -49,23 +86,70 @@ pub fn raw_window(range: DateRange, zone: &Zone, now: Millis) -> Option<(Millis,
     (from < to).then_some((from, to))
 }
 
-/// One aggregate per day of the range (days without visits are absent).
-pub async fn days<S: QueryStore>(
-    store: &S,
-    r: &Request<'_>,
-) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
-    let Some((from, to)) = raw_window(r.range, r.zone, r.now) else {
+/// One aggregate per day of the range (days without visits may be absent),
+/// and where each day came from.
+pub async fn days<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<(BTreeMap<Date, Aggregate>, Sources), ApiError> {
+    let mut out = BTreeMap::new();
+    let mut sources = Sources::default();
+    let mut tail_from = r.range.from;
+    if r.config.use_rollups && r.filter.is_empty() {
+        let (start, end) = r.range.bounds(r.zone);
+        let candidates = prefix_candidates(r.zone, start, end, r.now, r.config.settle_ms);
+        if let (Some(first), Some(last)) = (candidates.first().copied(), candidates.last().copied()) {
+            let rolled = read_rollups(store, r, first, last).await?;
+            let split = rollup_prefix(r.zone, start, end, r.now, r.config.settle_ms, |d| rolled.contains_key(&d));
+            for day in &split.prefix {
+                if let Some(agg) = rolled.get(day) {
+                    out.insert(*day, agg.clone());
+                }
+            }
+            sources.rollup = split.prefix.clone();
+            if let Some(last) = split.prefix.last() {
+                tail_from = last.next_day().unwrap_or(*last);
+            }
+        }
+    }
+    if tail_from <= r.range.to {
+        let tail = DateRange { from: tail_from, to: r.range.to };
+        sources.raw = tail.each_day().collect();
+        out.extend(raw_days(store, r, tail).await?);
+    }
+    Ok((out, sources))
+}
+
+/// The usable rollups of `[from, to]`: scalars for totals, dimensions for
+/// breakdowns; a goal breakdown uses a day only if it was computed with the
+/// current goals, or if its raw events are gone anyway.
+async fn read_rollups<S: QueryStore>(store: &S, r: &Request<'_>, from: Date, to: Date) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
+    if r.dims.is_empty() {
+        let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
+        return Ok(scalars
+            .into_iter()
+            .map(|(d, s)| (d, Aggregate { totals: s.totals(), dims: BTreeMap::new() }))
+            .collect());
+    }
+    let retained_from = r.now - i64::from(r.site.retention_days) * DAY_MS;
+    let dims = store.rollup_dims(&r.site.id, from, to).await?;
+    Ok(dims
+        .into_iter()
+        .filter(|(d, day)| {
+            !r.dims.contains(&Dimension::Goal) || day.goals_fp == r.goals_fp || r.zone.day_start(*d) - READ_BEFORE_MS < retained_from
+        })
+        .map(|(d, day)| {
+            let mut agg = day.aggregate;
+            agg.dims.retain(|dim, _| r.dims.contains(dim));
+            (d, agg)
+        })
+        .collect())
+}
+
+async fn raw_days<S: QueryStore>(store: &S, r: &Request<'_>, range: DateRange) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
+    let Some((from, to)) = raw_window(range, r.zone, r.now) else {
         return Ok(BTreeMap::new());
     };
     let events = store.events(r.site, from, to, r.now).await?;
     let visits = sessions(&events, r.zone);
-    let spec = FoldSpec {
-        dims: r.dims,
-        goals: r.goals,
-        filter: r.filter,
-        top_n: None,
-    };
-    let range = r.range;
+    let spec = FoldSpec { dims: r.dims, goals: r.goals, filter: r.filter, top_n: None };
     let zone = r.zone;
     Ok(fold(&visits, &spec, |s| {
         let day = zone.local_date(s.start);
@@ -73,22 +157,15 @@ pub async fn days<S: QueryStore>(
     }))
 }
 
-/// One aggregate per hour bucket (keyed by the bucket's start instant).
-pub async fn hours<S: QueryStore>(
-    store: &S,
-    r: &Request<'_>,
-) -> Result<BTreeMap<Millis, Aggregate>, ApiError> {
+/// One aggregate per hour bucket (keyed by the bucket's start instant),
+/// always from raw events.
+pub async fn hours<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<BTreeMap<Millis, Aggregate>, ApiError> {
     let Some((from, to)) = raw_window(r.range, r.zone, r.now) else {
         return Ok(BTreeMap::new());
     };
     let events = store.events(r.site, from, to, r.now).await?;
     let visits = sessions(&events, r.zone);
-    let spec = FoldSpec {
-        dims: r.dims,
-        goals: r.goals,
-        filter: r.filter,
-        top_n: None,
-    };
+    let spec = FoldSpec { dims: r.dims, goals: r.goals, filter: r.filter, top_n: None };
     let (start, end) = r.range.bounds(r.zone);
     Ok(fold(&visits, &spec, |s| {
         (s.start >= start && s.start < end).then(|| start + (s.start - start) / HOUR_MS * HOUR_MS)

@@ -16,7 +16,9 @@ pub mod data;
 pub mod error;
 pub mod params;
 
-use crate::data::{Request as DataRequest, compile_goals, total};
+use crate::data::{Request as DataRequest, total};
+pub use crate::data::Config;
+use tally_core::rollup::{compile_goals, goals_fingerprint};
 use crate::error::{ApiError, error_response, json_response};
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Request, Response};
@@ -40,13 +42,19 @@ pub const DASHBOARD: &str = include_str!("../assets/dashboard.html");
 /// Realtime looks this far back.
 pub const REALTIME_WINDOW_MS: i64 = 5 * MINUTE_MS;
 
+/// Handles one request with the default configuration.
+pub async fn handle<S: QueryStore, C: Clock>(store: &S, clock: &C, request: Request) -> Response<Body> {
+    handle_with(store, clock, &Config::default(), request).await
+}
+
 /// Handles one request.
-pub async fn handle<S: QueryStore, C: Clock>(
+pub async fn handle_with<S: QueryStore, C: Clock>(
     store: &S,
     clock: &C,
+    config: &Config,
     request: Request,
 ) -> Response<Body> {
-    match route(store, clock, &request).await {
+    match route(store, clock, config, &request).await {
         Ok(response) => response,
         Err(e) => error_response(&e),
     }
@@ -55,6 +63,7 @@ pub async fn handle<S: QueryStore, C: Clock>(
 async fn route<S: QueryStore, C: Clock>(
     store: &S,
     clock: &C,
+    config: &Config,
     request: &Request,
 ) -> Result<Response<Body>, ApiError> {
     let path = request.uri().path();
@@ -75,10 +84,12 @@ async fn route<S: QueryStore, C: Clock>(
             let q = params::query_map(request.uri().query());
             let now = clock.now();
             match rest {
-                ["stats"] => stats_endpoint(store, &site, &q, now).await,
-                ["timeseries"] => timeseries_endpoint(store, &site, &q, now).await,
+                ["stats"] => stats_endpoint(store, &context(&site, &q, now, config)?).await,
+                ["timeseries"] => {
+                    timeseries_endpoint(store, &context(&site, &q, now, config)?).await
+                }
                 ["breakdown", dimension] => {
-                    breakdown_endpoint(store, &site, dimension, &q, now).await
+                    breakdown_endpoint(store, &context(&site, &q, now, config)?, dimension).await
                 }
                 ["realtime"] => realtime_endpoint(store, &site, now).await,
                 _ => Err(ApiError::not_found(
@@ -157,12 +168,15 @@ struct Ctx<'a> {
     site: &'a Site,
     zone: Zone,
     params: params::Params,
+    now: i64,
+    config: &'a Config,
 }
 
 fn context<'a>(
     site: &'a Site,
     q: &std::collections::HashMap<String, String>,
     now: i64,
+    config: &'a Config,
 ) -> Result<Ctx<'a>, ApiError> {
     let zone = site.zone();
     let today = zone.local_date(now);
@@ -172,7 +186,7 @@ fn context<'a>(
         zone.local_date(now - i64::from(site.retention_days) * DAY_MS)
     };
     let params = params::parse(q, today, first_day)?;
-    Ok(Ctx { site, zone, params })
+    Ok(Ctx { site, zone, params, now, config })
 }
 
 fn meta(ctx: &Ctx<'_>, extra: Value) -> Value {
@@ -190,54 +204,43 @@ fn meta(ctx: &Ctx<'_>, extra: Value) -> Value {
     m
 }
 
-async fn goals_for<S: QueryStore>(
-    store: &S,
-    site: &Site,
-    needed: bool,
-) -> Result<Vec<(String, tally_core::goal::Matcher)>, ApiError> {
+/// The site's goals, compiled, and their fingerprint (loaded only when a
+/// goal breakdown or a goal filter needs them).
+async fn goals_for<S: QueryStore>(store: &S, ctx: &Ctx<'_>, dims: &[Dimension]) -> Result<(Vec<(String, tally_core::goal::Matcher)>, String), ApiError> {
+    let needed = dims.contains(&Dimension::Goal) || ctx.params.filter.predicates.iter().any(|p| p.dimension.level() == Level::Goal);
     if !needed {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), String::new()));
     }
-    Ok(compile_goals(&store.goals(&site.id).await?))
+    let goals = store.goals(&ctx.site.id).await?;
+    Ok((compile_goals(&goals), goals_fingerprint(&goals)))
 }
 
-fn needs_goals(ctx: &Ctx<'_>, dims: &[Dimension]) -> bool {
-    dims.contains(&Dimension::Goal)
-        || ctx
-            .params
-            .filter
-            .predicates
-            .iter()
-            .any(|p| p.dimension.level() == Level::Goal)
-}
-
-async fn stats_endpoint<S: QueryStore>(
-    store: &S,
-    site: &Site,
-    q: &std::collections::HashMap<String, String>,
-    now: i64,
-) -> Result<Response<Body>, ApiError> {
-    let ctx = context(site, q, now)?;
-    let goals = goals_for(store, site, needs_goals(&ctx, &[])).await?;
-    let request = |range| DataRequest {
-        site,
+fn data_request<'a>(ctx: &'a Ctx<'a>, range: tally_core::range::DateRange, dims: &'a [Dimension], goals: &'a [(String, tally_core::goal::Matcher)], goals_fp: &'a str) -> DataRequest<'a> {
+    DataRequest {
+        site: ctx.site,
         zone: &ctx.zone,
         range,
-        dims: &[],
-        goals: &goals,
+        dims,
+        goals,
+        goals_fp,
         filter: &ctx.params.filter,
-        now,
-    };
-    let current = total(&data::days(store, &request(ctx.params.range)).await?);
-    let cur = stats(&current.totals);
+        now: ctx.now,
+        config: ctx.config,
+    }
+}
+
+async fn stats_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+    let (goals, fp) = goals_for(store, ctx, &[]).await?;
+    let (days, sources) = data::days(store, &data_request(ctx, ctx.params.range, &[], &goals, &fp)).await?;
+    let cur = stats(&total(&days).totals);
     let (comparison, change, compare_meta) = match ctx.params.compare {
         Some(c) => {
             let range = c.range(ctx.params.range);
-            let previous = total(&data::days(store, &request(range)).await?);
-            let prev = stats(&previous.totals);
+            let (previous, _) = data::days(store, &data_request(ctx, range, &[], &goals, &fp)).await?;
+            let prev = stats(&total(&previous).totals);
             (
-                select(&ctx, serde_json::to_value(&prev).unwrap_or(Value::Null)),
-                select(&ctx, report::change(&cur, &prev)),
+                select(ctx, serde_json::to_value(&prev).unwrap_or(Value::Null)),
+                select(ctx, report::change(&cur, &prev)),
                 json!({"from": format_date(range.from), "to": format_date(range.to)}),
             )
         }
@@ -246,104 +249,59 @@ async fn stats_endpoint<S: QueryStore>(
     Ok(json_response(
         200,
         &json!({
-            "results": select(&ctx, serde_json::to_value(&cur).unwrap_or(Value::Null)),
+            "results": select(ctx, serde_json::to_value(&cur).unwrap_or(Value::Null)),
             "comparison": comparison,
             "change": change,
-            "meta": meta(&ctx, json!({"comparison": compare_meta})),
+            "meta": meta(ctx, json!({"comparison": compare_meta, "sources": sources.to_json()})),
         }),
     ))
 }
 
 /// Keeps only the metrics asked for with `metrics=`.
 fn select(ctx: &Ctx<'_>, value: Value) -> Value {
-    let Some(wanted) = &ctx.params.metrics else {
-        return value;
-    };
+    let Some(wanted) = &ctx.params.metrics else { return value };
     match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(k, _)| wanted.contains(k))
-                .collect(),
-        ),
+        Value::Object(map) => Value::Object(map.into_iter().filter(|(k, _)| wanted.contains(k)).collect()),
         other => other,
     }
 }
 
-async fn timeseries_endpoint<S: QueryStore>(
-    store: &S,
-    site: &Site,
-    q: &std::collections::HashMap<String, String>,
-    now: i64,
-) -> Result<Response<Body>, ApiError> {
-    let ctx = context(site, q, now)?;
+async fn timeseries_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
     let interval = ctx.params.interval()?;
-    let goals = goals_for(store, site, needs_goals(&ctx, &[])).await?;
-    let request = DataRequest {
-        site,
-        zone: &ctx.zone,
-        range: ctx.params.range,
-        dims: &[],
-        goals: &goals,
-        filter: &ctx.params.filter,
-        now,
-    };
+    let (goals, fp) = goals_for(store, ctx, &[]).await?;
+    let request = data_request(ctx, ctx.params.range, &[], &goals, &fp);
     let empty = tally_core::aggregate::Metrics::default();
-    let rows: Vec<Value> = if interval == Interval::Hour {
+    let (rows, sources): (Vec<Value>, Value) = if interval == Interval::Hour {
         let hours = data::hours(store, &request).await?;
-        range::hour_buckets(ctx.params.range, &ctx.zone)
+        let rows = range::hour_buckets(ctx.params.range, &ctx.zone)
             .into_iter()
-            .map(|(start, label)| {
-                series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals))
-            })
-            .collect()
+            .map(|(start, label)| series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals)))
+            .collect();
+        let all_raw = data::Sources { rollup: Vec::new(), raw: ctx.params.range.each_day().collect() };
+        (rows, all_raw.to_json())
     } else {
-        let days = data::days(store, &request).await?;
+        let (days, sources) = data::days(store, &request).await?;
         let mut buckets: std::collections::BTreeMap<time::Date, tally_core::aggregate::Metrics> =
-            range::day_buckets(ctx.params.range, interval)
-                .into_iter()
-                .map(|d| (d, Default::default()))
-                .collect();
+            range::day_buckets(ctx.params.range, interval).into_iter().map(|d| (d, Default::default())).collect();
         for (day, agg) in &days {
             let bucket = interval.day_bucket(*day, ctx.params.range);
             buckets.entry(bucket).or_default().add(&agg.totals);
         }
-        buckets
-            .iter()
-            .map(|(d, m)| series_row(&format_date(*d), m))
-            .collect()
+        (buckets.iter().map(|(d, m)| series_row(&format_date(*d), m)).collect(), sources.to_json())
     };
     Ok(json_response(
         200,
-        &json!({"results": rows, "meta": meta(&ctx, json!({"interval": interval.name()}))}),
+        &json!({"results": rows, "meta": meta(ctx, json!({"interval": interval.name(), "sources": sources}))}),
     ))
 }
 
-async fn breakdown_endpoint<S: QueryStore>(
-    store: &S,
-    site: &Site,
-    dimension: &str,
-    q: &std::collections::HashMap<String, String>,
-    now: i64,
-) -> Result<Response<Body>, ApiError> {
-    let dim = Dimension::parse(dimension).ok_or_else(|| {
-        ApiError::bad_request(
-            "unknown_dimension",
-            format!("unknown dimension {dimension:?}"),
-        )
-    })?;
-    let ctx = context(site, q, now)?;
+async fn breakdown_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>, dimension: &str) -> Result<Response<Body>, ApiError> {
+    let dim = Dimension::parse(dimension)
+        .ok_or_else(|| ApiError::bad_request("unknown_dimension", format!("unknown dimension {dimension:?}")))?;
     let dims = [dim];
-    let goals = goals_for(store, site, needs_goals(&ctx, &dims)).await?;
-    let request = DataRequest {
-        site,
-        zone: &ctx.zone,
-        range: ctx.params.range,
-        dims: &dims,
-        goals: &goals,
-        filter: &ctx.params.filter,
-        now,
-    };
-    let agg = total(&data::days(store, &request).await?);
+    let (goals, fp) = goals_for(store, ctx, &dims).await?;
+    let (days, sources) = data::days(store, &data_request(ctx, ctx.params.range, &dims, &goals, &fp)).await?;
+    let agg = total(&days);
     let empty = Default::default();
     let rows = agg.dims.get(&dim).unwrap_or(&empty);
     let sorted = sorted_rows(rows);
@@ -359,12 +317,13 @@ async fn breakdown_endpoint<S: QueryStore>(
         200,
         &json!({
             "results": results,
-            "meta": meta(&ctx, json!({
+            "meta": meta(ctx, json!({
                 "dimension": dim.name(),
                 "limit": ctx.params.limit,
                 "page": ctx.params.page,
                 "total_rows": total_rows,
                 "total_visitors": agg.totals.visitors,
+                "sources": sources.to_json(),
             })),
         }),
     ))

@@ -1,1 +1,289 @@
-//! `tally-rollup`: scheduled day rollups (built by the rollup issue).
+//! `tally-rollup`: the scheduled day-rollup job.
+//!
+//! Run hourly by EventBridge, so every time zone's midnight is met. For
+//! every site it:
+//! - recomputes the trailing window of recent complete days (late events);
+//! - fills every settled day inside raw retention that has no rollup (or
+//!   one computed with other goal definitions) before its raw events expire;
+//! - writes a zero rollup for a day without traffic, so it reads as covered;
+//! - never overwrites a day marked as imported (checked atomically).
+//!
+//! Sites run with bounded concurrency; one site's failure is reported and
+//! does not stop the others; a time budget ends a run early and a cursor in
+//! `JOBS` / `JOB#rollup` makes the next run continue after the last finished
+//! site. Rollups are a pure function of raw events, so re-running changes
+//! nothing.
+
+pub mod handler;
+
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::time::Instant;
+use tally_core::range::DateRange;
+use tally_core::rollup::{DEFAULT_TOP_N, RollupSource, compile_goals, goals_fingerprint, roll_days};
+use tally_core::session::{MAX_SPILL_MS, READ_BEFORE_MS};
+use tally_core::site::Site;
+use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
+use tally_core::{DAY_MS, HOUR_MS, Millis};
+use tally_store::rollups::RollupWrite;
+use tally_store::{Store, StoreError};
+use time::Date;
+
+/// The job's name in `JOBS`.
+pub const JOB_NAME: &str = "rollup";
+
+/// How the job runs.
+#[derive(Debug, Clone)]
+pub struct JobConfig {
+    /// Complete days recomputed on every run (late events).
+    pub trailing_days: u32,
+    /// The settle window.
+    pub settle_ms: Millis,
+    /// Values kept per dimension.
+    pub top_n: usize,
+    /// Sites rolled up at once.
+    pub concurrency: usize,
+    /// Stop starting new sites after this instant.
+    pub deadline: Option<Instant>,
+    /// Stop after this many sites (tests, and small budgets).
+    pub max_sites: Option<usize>,
+    /// Only this site.
+    pub site: Option<String>,
+    /// Only these days (a backfill); `None` for the scheduled behaviour.
+    pub days: Option<DateRange>,
+}
+
+impl Default for JobConfig {
+    fn default() -> Self {
+        Self {
+            trailing_days: 3,
+            settle_ms: DEFAULT_SETTLE_MS,
+            top_n: DEFAULT_TOP_N,
+            concurrency: 4,
+            deadline: None,
+            max_sites: None,
+            site: None,
+            days: None,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RunReport {
+    /// Sites rolled up.
+    pub processed: Vec<String>,
+    /// Sites that failed, with the reason.
+    pub failed: Vec<(String, String)>,
+    /// Days written.
+    pub days_written: usize,
+    /// Days left alone because they are imported.
+    pub days_kept_imported: usize,
+    /// Whether every site was reached (the cursor is cleared).
+    pub finished: bool,
+}
+
+/// What rolling one site did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SiteReport {
+    /// Days written.
+    pub written: Vec<Date>,
+    /// Days kept because they are imported.
+    pub kept_imported: Vec<Date>,
+}
+
+/// Runs the job over every site (or the configured one), continuing after
+/// the stored cursor. `progress` is called after each site.
+pub async fn run(store: &Store, now: Millis, config: &JobConfig, progress: &(dyn Fn(&str) + Sync)) -> Result<RunReport, StoreError> {
+    let mut state = store.job(JOB_NAME).await?.unwrap_or_default();
+    let items = store.site_items().await?;
+    let mut report = RunReport::default();
+    let mut sites: Vec<(String, Result<Site, StoreError>)> = items
+        .into_iter()
+        .filter(|(id, _)| config.site.as_ref().is_none_or(|only| only == id))
+        .collect();
+    sites.sort_by(|a, b| a.0.cmp(&b.0));
+    let resume = config.site.is_none().then(|| state.cursor.clone()).flatten();
+    let start = resume.as_ref().map_or(0, |c| sites.partition_point(|(id, _)| id <= c));
+    let todo = &sites[start..];
+    if state.cursor.is_none() || config.site.is_some() {
+        state.run_started = now;
+    }
+
+    let mut results = stream::iter(todo.iter().enumerate())
+        .map(|(i, (id, site))| async move {
+            let out = match site {
+                Ok(site) => roll_site(store, site, now, config).await,
+                Err(e) => Err(e.clone()),
+            };
+            (i, id.clone(), out)
+        })
+        .buffered(config.concurrency.max(1));
+    let mut reached = 0;
+    while let Some((i, id, out)) = results.next().await {
+        match out {
+            Ok(site_report) => {
+                report.days_written += site_report.written.len();
+                report.days_kept_imported += site_report.kept_imported.len();
+                report.processed.push(id.clone());
+            }
+            Err(e) => {
+                tracing::error!(site = %id, error = %e, "rollup failed for a site");
+                report.failed.push((id.clone(), e.to_string()));
+            }
+        }
+        reached = i + 1;
+        progress(&id);
+        if config.site.is_none() {
+            state.cursor = Some(id.clone());
+            store.put_job(JOB_NAME, &state).await?;
+        }
+        let out_of_time = config.deadline.is_some_and(|d| Instant::now() >= d);
+        let out_of_sites = config.max_sites.is_some_and(|m| reached >= m);
+        if (out_of_time || out_of_sites) && reached < todo.len() {
+            break;
+        }
+    }
+    drop(results);
+    report.finished = reached >= todo.len();
+    if config.site.is_none() {
+        state.failed = report.failed.iter().map(|(id, _)| id.clone()).collect();
+        if report.finished {
+            state.cursor = None;
+            state.last_finished = Some(now);
+        }
+        store.put_job(JOB_NAME, &state).await?;
+    }
+    Ok(report)
+}
+
+/// The days of a site the job (re)computes at `now`.
+pub fn days_to_roll(site: &Site, now: Millis, config: &JobConfig, existing: &dyn Fn(Date) -> Option<(RollupSource, bool)>) -> Vec<Date> {
+    let zone = site.zone();
+    let today = zone.local_date(now);
+    let created = (site.created_at > 0).then(|| zone.local_date(site.created_at));
+    // Raw events of a day exist while its whole window is inside retention.
+    let retained_from = now - i64::from(site.retention_days) * DAY_MS;
+    let within_retention = |d: Date| zone.day_start(d) - READ_BEFORE_MS >= retained_from;
+    let mut days = BTreeSet::new();
+    match config.days {
+        Some(range) => days.extend(range.each_day().filter(|d| is_complete(&zone, *d, now))),
+        None => {
+            for back in 1..=i64::from(config.trailing_days) {
+                days.insert(today - time::Duration::days(back));
+            }
+            let mut d = today - time::Duration::days(i64::from(site.retention_days) + 1);
+            while d < today {
+                if within_retention(d) && is_settled(&zone, d, now, config.settle_ms) {
+                    match existing(d) {
+                        None => {
+                            days.insert(d);
+                        }
+                        Some((RollupSource::Computed, goals_current)) if !goals_current => {
+                            days.insert(d);
+                        }
+                        _ => {}
+                    }
+                }
+                d = d.next_day().unwrap_or(today);
+            }
+        }
+    }
+    days.into_iter()
+        .filter(|d| created.is_none_or(|c| *d >= c))
+        .filter(|d| is_complete(&zone, *d, now))
+        .filter(|d| !matches!(existing(*d), Some((RollupSource::Imported, _))))
+        .collect()
+}
+
+/// Rolls up one site's due days.
+pub async fn roll_site(store: &Store, site: &Site, now: Millis, config: &JobConfig) -> Result<SiteReport, StoreError> {
+    let zone = site.zone();
+    let today = zone.local_date(now);
+    let goals = store.goals(&site.id).await?;
+    let fp = goals_fingerprint(&goals);
+    let compiled = compile_goals(&goals);
+    let look_from = config
+        .days
+        .map(|r| r.from)
+        .unwrap_or(today - time::Duration::days(i64::from(site.retention_days) + 2));
+    let look_to = config.days.map(|r| r.to).unwrap_or(today);
+    let existing = store.rollup_scalars(&site.id, look_from, look_to).await?;
+    let days = days_to_roll(site, now, config, &|d| existing.get(&d).map(|s| (s.source, s.goals_fp == fp)));
+    let mut report = SiteReport::default();
+    for run in contiguous(&days) {
+        let from = zone.day_start(run[0]) - READ_BEFORE_MS;
+        let to = (zone.day_end(run[run.len() - 1]) + MAX_SPILL_MS).min(now + HOUR_MS);
+        let events = store.events_between(site, from, to, now).await?;
+        for (day, agg) in roll_days(&events, &zone, run, &compiled, config.top_n) {
+            match store.put_rollup(&site.id, day, &agg, RollupSource::Computed, &fp, now).await? {
+                RollupWrite::Written => report.written.push(day),
+                RollupWrite::KeptImported => report.kept_imported.push(day),
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Splits sorted days into runs of consecutive days (at most 31 long, so a
+/// run's raw window stays bounded).
+fn contiguous(days: &[Date]) -> Vec<&[Date]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=days.len() {
+        let breaks = i == days.len() || days[i - 1].next_day() != Some(days[i]) || i - start >= 31;
+        if breaks {
+            if start < i {
+                out.push(&days[start..i]);
+            }
+            start = i;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use time::macros::date;
+
+    #[test]
+    fn splits_days_into_runs() {
+        let days = [date!(2026 - 11 - 01), date!(2026 - 11 - 02), date!(2026 - 11 - 04)];
+        let runs = contiguous(&days);
+        assert_eq!(runs, vec![&days[..2], &days[2..]]);
+        assert!(contiguous(&[]).is_empty());
+    }
+
+    #[test]
+    fn rolls_the_trailing_window_and_fills_gaps_but_not_imported_days() {
+        let mut site = Site::new("s", &["example.com".into()], "UTC", 0).unwrap();
+        site.retention_days = 10;
+        let now = tally_core::zone::utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
+        let config = JobConfig::default();
+        let imported = date!(2026 - 11 - 25);
+        let rolled = date!(2026 - 11 - 24);
+        let stale = date!(2026 - 11 - 23);
+        let days = days_to_roll(&site, now, &config, &|d| {
+            if d == imported {
+                Some((RollupSource::Imported, true))
+            } else if d == rolled {
+                Some((RollupSource::Computed, true))
+            } else if d == stale {
+                Some((RollupSource::Computed, false))
+            } else {
+                None
+            }
+        });
+        assert!(days.contains(&date!(2026 - 11 - 29)), "trailing window");
+        assert!(days.contains(&date!(2026 - 11 - 27)), "trailing window");
+        assert!(days.contains(&date!(2026 - 11 - 26)), "missing settled day is filled");
+        assert!(!days.contains(&imported), "imported days are never recomputed");
+        assert!(!days.contains(&rolled), "an up-to-date settled day is left alone");
+        assert!(days.contains(&stale), "a day computed with other goals is redone");
+        assert!(!days.contains(&date!(2026 - 11 - 30)), "today is not complete");
+        assert!(!days.contains(&date!(2026 - 11 - 19)), "outside raw retention");
+    }
+}

@@ -4,7 +4,9 @@
 
 use crate::events::PutOutcome;
 use crate::salt::SharedSalt;
+use crate::rollups::{DayDims, DayScalars};
 use crate::sites::ApiKeyRecord;
+use std::collections::BTreeMap;
 use crate::sites::SiteCache;
 use crate::{Store, StoreError};
 use std::future::Future;
@@ -91,6 +93,20 @@ pub trait QueryStore: Send + Sync {
         to: Millis,
         now: Millis,
     ) -> impl Future<Output = Result<Vec<Event>, StoreError>> + Send;
+    /// The scalar day rollups of `[from, to]` (one Query).
+    fn rollup_scalars(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> impl Future<Output = Result<BTreeMap<Date, DayScalars>, StoreError>> + Send;
+    /// The dimension day rollups of `[from, to]` (one Query).
+    fn rollup_dims(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> impl Future<Output = Result<BTreeMap<Date, DayDims>, StoreError>> + Send;
 }
 
 /// The DynamoDB-backed query store.
@@ -132,5 +148,13 @@ impl QueryStore for DynamoQuery {
         now: Millis,
     ) -> Result<Vec<Event>, StoreError> {
         self.store.events_between(site, from, to, now).await
+    }
+
+    async fn rollup_scalars(&self, site: &str, from: Date, to: Date) -> Result<BTreeMap<Date, DayScalars>, StoreError> {
+        self.store.rollup_scalars(site, from, to).await
+    }
+
+    async fn rollup_dims(&self, site: &str, from: Date, to: Date) -> Result<BTreeMap<Date, DayDims>, StoreError> {
+        self.store.rollup_dims(site, from, to).await
     }
 }
