@@ -639,7 +639,8 @@ fn tab_posts(
         let next = t + gap;
         if gap > 30 * MINUTE {
             // The tab is hidden soon (a beacon), the user comes back later.
-            page_activity(rng, &tab, &path, t, t + rng.range(20, 120) * 1000, out);
+            let hidden = t + rng.range(20, 120) * 1000;
+            page_activity(rng, &tab, &path, t, hidden, out);
         } else {
             page_activity(rng, &tab, &path, t, next, out);
         }
@@ -649,6 +650,7 @@ fn tab_posts(
     if shape == Shape::LateBeacon {
         // The tab was left open and hidden 35-50 minutes after the last event.
         let at = t + rng.range(35, 50) * MINUTE;
-        out.push(tab.engagement(rng, at, rng.range(1, 30) as u32, 50));
+        let seconds = rng.range(1, 30) as u32;
+        out.push(tab.engagement(rng, at, seconds, 50));
     }
 }

@@ -4,6 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
+pub mod generator;
+pub mod reference;
+
+pub mod seed;
+
 use std::sync::Arc;
 use tally_store::table::ensure_table;
 use tally_store::{ClientOptions, RequestCounter, Store};
