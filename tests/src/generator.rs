@@ -67,9 +67,7 @@ impl Rng {
 
     /// `n` characters of `alphabet`.
     pub fn token(&mut self, n: usize, alphabet: &[u8]) -> String {
-        (0..n)
-            .map(|_| char::from(*self.pick(alphabet)))
-            .collect()
+        (0..n).map(|_| char::from(*self.pick(alphabet))).collect()
     }
 }
 
@@ -225,7 +223,9 @@ impl Visitor {
         let (label, user_agent) = *rng.pick(&BROWSERS);
         let screen = if rng.chance(5) {
             None
-        } else if label.contains("iphone") || label.contains("android") || label == "samsung_internet"
+        } else if label.contains("iphone")
+            || label.contains("android")
+            || label == "samsung_internet"
         {
             Some(*rng.pick(&PHONE_SCREENS))
         } else if label.contains("ipad") {
@@ -303,7 +303,13 @@ impl<'a> Tab<'a> {
         m
     }
 
-    fn post(&self, map: serde_json::Map<String, Value>, ts: i64, intent: Intent, delay: i64) -> Post {
+    fn post(
+        &self,
+        map: serde_json::Map<String, Value>,
+        ts: i64,
+        intent: Intent,
+        delay: i64,
+    ) -> Post {
         Post {
             now_ms: ts + delay,
             body: Value::Object(map).to_string(),
@@ -428,7 +434,10 @@ enum Shape {
     LateBeacon,
 }
 
-fn pick_referrer(rng: &mut Rng, host: &str) -> (Option<String>, Option<&'static str>, &'static str) {
+fn pick_referrer(
+    rng: &mut Rng,
+    host: &str,
+) -> (Option<String>, Option<&'static str>, &'static str) {
     // (referrer, utm query, entry page)
     let choice = rng.below(100);
     match choice {
@@ -465,19 +474,22 @@ fn pick_referrer(rng: &mut Rng, host: &str) -> (Option<String>, Option<&'static 
     }
 }
 
+const NEXT_PAGES: [(u64, &str); 10] = [
+    (4, "/"),
+    (4, "/pricing"),
+    (2, "/blog/"),
+    (3, "/blog/hello-world"),
+    (3, "/blog/rust-tips"),
+    (3, "/docs"),
+    (2, "/docs/install"),
+    (2, "/about"),
+    (3, "/signup"),
+    (1, "/caf%C3%A9"),
+];
+
 fn next_page(rng: &mut Rng) -> &'static str {
-    *rng.weighted(&[
-        (4, "/"),
-        (4, "/pricing"),
-        (2, "/blog/"),
-        (3, "/blog/hello-world"),
-        (3, "/blog/rust-tips"),
-        (3, "/docs"),
-        (2, "/docs/install"),
-        (2, "/about"),
-        (3, "/signup"),
-        (1, "/caf%C3%A9"),
-    ])
+    let page: &&str = rng.weighted(&NEXT_PAGES);
+    page
 }
 
 /// Posts of one page's stay from `t` (page view already posted) until the
@@ -504,7 +516,10 @@ fn page_activity(rng: &mut Rng, tab: &Tab<'_>, path: &str, t: i64, next: i64, ou
     } else if path.starts_with("/blog/") && rng.chance(15) {
         out.push(tab.custom(rng, event_at, "Newsletter", None, None));
     } else if path.starts_with("/blog/") && rng.chance(15) {
-        let target = *rng.pick(&["https://github.com/tally/tally", "https://www.rust-lang.org/learn"]);
+        let target = *rng.pick(&[
+            "https://github.com/tally/tally",
+            "https://www.rust-lang.org/learn",
+        ]);
         out.push(tab.click(rng, event_at, target, "outbound"));
     } else if path.starts_with("/docs") && rng.chance(20) {
         let target = format!("https://{}/files/tally.pdf", tab.host);
@@ -613,7 +628,11 @@ fn tab_posts(
     } else {
         None
     };
-    let pages = if shape == Shape::LongPause { pages.max(2) } else { pages };
+    let pages = if shape == Shape::LongPause {
+        pages.max(2)
+    } else {
+        pages
+    };
     let mut path = entry.to_owned();
     for i in 0..pages {
         let full = match (i, utm) {

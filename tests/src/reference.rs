@@ -165,9 +165,7 @@ impl Cond {
                         v == actual
                     }
                 }
-                Op::Contains | Op::NotContains => {
-                    actual.to_lowercase().contains(&v.to_lowercase())
-                }
+                Op::Contains | Op::NotContains => actual.to_lowercase().contains(&v.to_lowercase()),
             },
         };
         let mut any = false;
@@ -390,7 +388,7 @@ pub struct Reference {
 impl Reference {
     /// Builds the visits of a site's events.
     pub fn new(mut events: Vec<Event>, zone: Zone, goals: Vec<RefGoal>) -> Self {
-        events.sort_by(|a, b| (a.ts, kind_rank(a.kind)).cmp(&(b.ts, kind_rank(b.kind))));
+        events.sort_by_key(|e| (e.ts, kind_rank(e.kind)));
         // Group by the tab's session id (the visitor id when there is none).
         let mut tabs: BTreeMap<String, Vec<Event>> = BTreeMap::new();
         for e in &events {
@@ -544,8 +542,7 @@ impl Reference {
         let mut start = from;
         while start <= to {
             let mut end = start;
-            while end < to && end.next_day().expect("a day").weekday() != time::Weekday::Monday
-            {
+            while end < to && end.next_day().expect("a day").weekday() != time::Weekday::Monday {
                 end = end.next_day().expect("a day");
             }
             out.push((start, self.totals(start, end, filters)));
@@ -624,7 +621,9 @@ impl Reference {
                     }
                 }
                 _ => {
-                    let Some(value) = v.property(dim) else { continue };
+                    let Some(value) = v.property(dim) else {
+                        continue;
+                    };
                     let acc = rows.entry(value).or_default();
                     acc.visit(v);
                     acc.c.pageviews += k.pageviews.len() as u64;

@@ -18,9 +18,30 @@ const UAS: [&str; 5] = [
     "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36",
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0",
 ];
-const REFERRERS: [&str; 5] = ["", "https://www.google.com/", "https://t.co/x", "https://news.ycombinator.com/item?id=1", "https://duckduckgo.com/"];
-const PAGES: [&str; 8] = ["/", "/pricing", "/blog/one", "/blog/two", "/docs", "/docs/start", "/about", "/signup"];
-const ZONES: [&str; 5] = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "Europe/Paris", "Australia/Sydney"];
+const REFERRERS: [&str; 5] = [
+    "",
+    "https://www.google.com/",
+    "https://t.co/x",
+    "https://news.ycombinator.com/item?id=1",
+    "https://duckduckgo.com/",
+];
+const PAGES: [&str; 8] = [
+    "/",
+    "/pricing",
+    "/blog/one",
+    "/blog/two",
+    "/docs",
+    "/docs/start",
+    "/about",
+    "/signup",
+];
+const ZONES: [&str; 5] = [
+    "Europe/Berlin",
+    "America/New_York",
+    "Asia/Tokyo",
+    "Europe/Paris",
+    "Australia/Sydney",
+];
 
 /// A tiny deterministic PRNG (splitmix64).
 #[derive(Debug, Clone)]
@@ -59,7 +80,13 @@ pub struct Seeded {
 /// Generates `visits_per_day` visits per day for `days` days starting at
 /// `start` (ms), each 1-6 page views a few minutes apart, some with a custom
 /// event or an engagement beacon, built by the real ingest pipeline.
-pub fn traffic(site: &Site, start: Millis, days: i64, visits_per_day: u64, seed: u64) -> Vec<Seeded> {
+pub fn traffic(
+    site: &Site,
+    start: Millis,
+    days: i64,
+    visits_per_day: u64,
+    seed: u64,
+) -> Vec<Seeded> {
     let mut rng = Rng::new(seed);
     let secret = Secret::new(b"seed-secret".to_vec());
     let zone = site.zone();
@@ -69,13 +96,23 @@ pub fn traffic(site: &Site, start: Millis, days: i64, visits_per_day: u64, seed:
     for day in 0..days {
         for _ in 0..visits_per_day {
             let visitor = rng.below(visits_per_day * 3);
-            let ip = format!("10.{}.{}.{}", visitor % 200, (visitor / 200) % 200, day % 200);
+            let ip = format!(
+                "10.{}.{}.{}",
+                visitor % 200,
+                (visitor / 200) % 200,
+                day % 200
+            );
             let ua = UAS[(visitor % UAS.len() as u64) as usize];
             let tz = ZONES[(visitor % ZONES.len() as u64) as usize];
-            let mut t = start + day * tally_core::DAY_MS + rng.below(tally_core::DAY_MS as u64) as i64;
+            let mut t =
+                start + day * tally_core::DAY_MS + rng.below(tally_core::DAY_MS as u64) as i64;
             let sid = format!("s{seed}x{n}");
             let referrer = REFERRERS[rng.below(REFERRERS.len() as u64) as usize];
-            let utm = if rng.below(5) == 0 { "?utm_source=newsletter&utm_medium=email&utm_campaign=launch" } else { "" };
+            let utm = if rng.below(5) == 0 {
+                "?utm_source=newsletter&utm_medium=email&utm_campaign=launch"
+            } else {
+                ""
+            };
             let views = 1 + rng.below(6);
             for v in 0..views {
                 let page = PAGES[rng.below(PAGES.len() as u64) as usize];
@@ -91,14 +128,32 @@ pub fn traffic(site: &Site, start: Millis, days: i64, visits_per_day: u64, seed:
                         "s": site.id, "sid": sid, "e": "event", "u": format!("https://{host}{page}"),
                         "p": {"name": if rng.below(2) == 0 { "Signup" } else { "Download" }, "value": rng.below(50)},
                     });
-                    out.push(build(&body, site, &zone, &secret, &ip, ua, t + 1_000, &mut n));
+                    out.push(build(
+                        &body,
+                        site,
+                        &zone,
+                        &secret,
+                        &ip,
+                        ua,
+                        t + 1_000,
+                        &mut n,
+                    ));
                 }
                 if rng.below(3) == 0 {
                     let body = serde_json::json!({
                         "s": site.id, "sid": sid, "e": "engagement", "u": format!("https://{host}{page}"),
                         "p": {"timeOnPage": rng.below(40), "scrollDepth": rng.below(101)},
                     });
-                    out.push(build(&body, site, &zone, &secret, &ip, ua, t + 2_000, &mut n));
+                    out.push(build(
+                        &body,
+                        site,
+                        &zone,
+                        &secret,
+                        &ip,
+                        ua,
+                        t + 2_000,
+                        &mut n,
+                    ));
                 }
                 t += (1 + rng.below(8) as i64) * MINUTE_MS;
             }
@@ -108,16 +163,33 @@ pub fn traffic(site: &Site, start: Millis, days: i64, visits_per_day: u64, seed:
 }
 
 #[allow(clippy::too_many_arguments)]
-fn build(body: &serde_json::Value, site: &Site, zone: &tally_core::zone::Zone, secret: &Secret, ip: &str, ua: &str, at: Millis, n: &mut u64) -> Seeded {
+fn build(
+    body: &serde_json::Value,
+    site: &Site,
+    zone: &tally_core::zone::Zone,
+    secret: &Secret,
+    ip: &str,
+    ua: &str,
+    at: Millis,
+    n: &mut u64,
+) -> Seeded {
     *n += 1;
     let bytes = body.to_string();
     let hit = match payload::parse(bytes.as_bytes(), &Limits::default()) {
         Ok(Ok(hit)) => hit,
         other => panic!("seed payload refused: {other:?}"),
     };
-    let client = Client { ip, user_agent: ua, origin: None, geo: None };
+    let client = Client {
+        ip,
+        user_agent: ua,
+        origin: None,
+        geo: None,
+    };
     let salt = daily_salt(secret, zone.local_date(at));
-    Seeded { event: event::build(&hit, site, &client, at, &salt), eid: format!("seed{:012}", *n) }
+    Seeded {
+        event: event::build(&hit, site, &client, at, &salt),
+        eid: format!("seed{:012}", *n),
+    }
 }
 
 /// Writes seeded events through the store, 32 at a time.
@@ -125,7 +197,13 @@ pub async fn store_events(store: &Store, site: &Site, events: &[Seeded]) {
     let results: Vec<_> = stream::iter(events)
         .map(|s| async move {
             let key = s.event.key(&site.id, &s.eid, site.shards);
-            store.put_event(&key, &s.event, Some(event_ttl(s.event.ts, site.retention_days))).await
+            store
+                .put_event(
+                    &key,
+                    &s.event,
+                    Some(event_ttl(s.event.ts, site.retention_days)),
+                )
+                .await
         })
         .buffer_unordered(32)
         .collect()

@@ -28,18 +28,33 @@ async fn site_with_key(h: &Harness, id: &str, tz: &str, retention: u32) -> (Site
     site.retention_days = retention;
     h.store.create_site(&site).await.unwrap();
     let key = tally_core::auth::key_from_bytes(id, &[9u8; 20]);
-    let record = ApiKeyRecord { hash: tally_core::auth::hash_key(&key), prefix: key[..9].into(), label: String::new(), created_at: 0, revoked_at: None };
+    let record = ApiKeyRecord {
+        hash: tally_core::auth::hash_key(&key),
+        prefix: key[..9].into(),
+        label: String::new(),
+        created_at: 0,
+        revoked_at: None,
+    };
     h.store.put_api_key(id, &record).await.unwrap();
     (site, key)
 }
 
-async fn get(store: &DynamoQuery, now: i64, use_rollups: bool, key: &str, path: &str) -> (u16, Value) {
+async fn get(
+    store: &DynamoQuery,
+    now: i64,
+    use_rollups: bool,
+    key: &str,
+    path: &str,
+) -> (u16, Value) {
     let request = http::Request::builder()
         .uri(path)
         .header("authorization", format!("Bearer {key}"))
         .body(Body::Empty)
         .unwrap();
-    let config = Config { use_rollups, ..Config::default() };
+    let config = Config {
+        use_rollups,
+        ..Config::default()
+    };
     let response = handle_with(store, &ManualClock::at(now), &config, request).await;
     let status = response.status().as_u16();
     let body: &[u8] = response.body();
@@ -66,14 +81,33 @@ async fn settled_ranges_from_rollups_equal_a_raw_recount() {
     let start = zone.day_start(START);
     let events = traffic(&site, start, 45, 40, 7);
     store_events(&h.store, &site, &events).await;
-    let goal = tally_core::goal::Goal::new("signup", "Signup", tally_core::goal::GoalRule::Event { name: "Signup".into() }, 0).unwrap();
+    let goal = tally_core::goal::Goal::new(
+        "signup",
+        "Signup",
+        tally_core::goal::GoalRule::Event {
+            name: "Signup".into(),
+        },
+        0,
+    )
+    .unwrap();
     h.store.put_goal(&site.id, &goal).await.unwrap();
-    let blog = tally_core::goal::Goal::new("blog", "Blog", tally_core::goal::GoalRule::Page { pattern: "/blog/*".into(), matching: tally_core::goal::PageMatch::Wildcard }, 0).unwrap();
+    let blog = tally_core::goal::Goal::new(
+        "blog",
+        "Blog",
+        tally_core::goal::GoalRule::Page {
+            pattern: "/blog/*".into(),
+            matching: tally_core::goal::PageMatch::Wildcard,
+        },
+        0,
+    )
+    .unwrap();
     h.store.put_goal(&site.id, &blog).await.unwrap();
 
     // The job runs three days after the data ends.
     let now = zone.day_end(START + time::Duration::days(44)) + 3 * DAY_MS + 2 * HOUR_MS;
-    let report = run(&h.store, now, &JobConfig::default(), &|_| {}).await.unwrap();
+    let report = run(&h.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     assert!(report.finished && report.failed.is_empty(), "{report:?}");
     assert!(report.days_written >= 45, "{report:?}");
 
@@ -93,30 +127,58 @@ async fn settled_ranges_from_rollups_equal_a_raw_recount() {
         paths.push(format!("/api/sites/equiv/timeseries?{r}&interval=week"));
         paths.push(format!("/api/sites/equiv/timeseries?{r}&interval=month"));
         for d in tally_core::dimension::Dimension::ALL {
-            paths.push(format!("/api/sites/equiv/breakdown/{}?{r}&limit=1000", d.name()));
+            paths.push(format!(
+                "/api/sites/equiv/breakdown/{}?{r}&limit=1000",
+                d.name()
+            ));
         }
     }
     for path in &paths {
         let (s1, rolled) = get(&query, now, true, &key, path).await;
         let (s2, raw) = get(&query, now, false, &key, path).await;
         assert_eq!((s1, s2), (200, 200), "{path}: {rolled}");
-        assert!(rollup_days(&rolled) > 0, "{path} was not served from rollups: {}", rolled["meta"]);
+        assert!(
+            rollup_days(&rolled) > 0,
+            "{path} was not served from rollups: {}",
+            rolled["meta"]
+        );
         assert_eq!(rollup_days(&raw), 0);
         assert_eq!(without_sources(rolled), without_sources(raw), "{path}");
     }
 
     // Proof the rollup path is taken: a 45-day stats answer is one Query.
     h.counter.reset();
-    let (_, v) = get(&query, now, true, &key, "/api/sites/equiv/stats?from=2026-09-01&to=2026-10-15").await;
+    let (_, v) = get(
+        &query,
+        now,
+        true,
+        &key,
+        "/api/sites/equiv/stats?from=2026-09-01&to=2026-10-15",
+    )
+    .await;
     assert_eq!(rollup_days(&v), 45);
     let ops = h.counter.by_operation();
     assert_eq!(ops.get("Query"), Some(&1), "{ops:?}");
     let rollup_units = h.counter.read_units();
     h.counter.reset();
-    let (_, _) = get(&query, now, false, &key, "/api/sites/equiv/stats?from=2026-09-01&to=2026-10-15").await;
+    let (_, _) = get(
+        &query,
+        now,
+        false,
+        &key,
+        "/api/sites/equiv/stats?from=2026-09-01&to=2026-10-15",
+    )
+    .await;
     let raw_queries = h.counter.by_operation().get("Query").copied().unwrap_or(0);
-    assert!(raw_queries > 45 * 24, "the raw recount reads every hour partition: {raw_queries}");
-    assert!(rollup_units * 20.0 < h.counter.read_units(), "rollups read {rollup_units} units, raw {}", h.counter.read_units());
+    assert!(
+        raw_queries > 45 * 24,
+        "the raw recount reads every hour partition: {raw_queries}"
+    );
+    assert!(
+        rollup_units * 20.0 < h.counter.read_units(),
+        "rollups read {rollup_units} units, raw {}",
+        h.counter.read_units()
+    );
 }
 
 #[tokio::test]
@@ -130,7 +192,9 @@ async fn a_late_event_counts_after_the_next_run_and_expired_days_stay_served() {
     let query = DynamoQuery::new(h.store.clone());
     // Two days after day 0 ends: day 0 is settled and in the trailing window.
     let now = utc_midnight(day0) + 3 * DAY_MS + HOUR_MS;
-    run(&h.store, now, &JobConfig::default(), &|_| {}).await.unwrap();
+    run(&h.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     let path = "/api/sites/late/stats?from=2026-11-01&to=2026-11-01";
     let (_, before) = get(&query, now, true, &key, path).await;
     assert_eq!(rollup_days(&before), 1);
@@ -146,9 +210,14 @@ async fn a_late_event_counts_after_the_next_run_and_expired_days_stay_served() {
     let (_, stale) = get(&query, now, true, &key, path).await;
     assert_eq!(stale["results"]["visits"].as_u64().unwrap(), visits_before);
     // ...and the next run (day 0 is still in the trailing window) counts it.
-    run(&h.store, now + HOUR_MS, &JobConfig::default(), &|_| {}).await.unwrap();
+    run(&h.store, now + HOUR_MS, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     let (_, after) = get(&query, now + HOUR_MS, true, &key, path).await;
-    assert_eq!(after["results"]["visits"].as_u64().unwrap(), visits_before + 1);
+    assert_eq!(
+        after["results"]["visits"].as_u64().unwrap(),
+        visits_before + 1
+    );
 
     // Twenty days later the raw events are past their 10-day TTL: the raw
     // path finds nothing, the rollup still answers.
@@ -156,7 +225,10 @@ async fn a_late_event_counts_after_the_next_run_and_expired_days_stay_served() {
     let (_, raw) = get(&query, much_later, false, &key, path).await;
     assert_eq!(raw["results"]["visits"], 0);
     let (_, rolled) = get(&query, much_later, true, &key, path).await;
-    assert_eq!(rolled["results"]["visits"].as_u64().unwrap(), visits_before + 1);
+    assert_eq!(
+        rolled["results"]["visits"].as_u64().unwrap(),
+        visits_before + 1
+    );
 }
 
 async fn rollup_items(h: &Harness) -> BTreeMap<String, String> {
@@ -166,7 +238,14 @@ async fn rollup_items(h: &Harness) -> BTreeMap<String, String> {
         .filter(|i| string(i, "sk").is_some_and(|sk| sk.starts_with("ROLLUP#")))
         .map(|mut i| {
             i.remove("computed_at");
-            (format!("{}|{}", string(&i, "pk").unwrap(), string(&i, "sk").unwrap()), format!("{:?}", i.into_iter().collect::<BTreeMap<_, _>>()))
+            (
+                format!(
+                    "{}|{}",
+                    string(&i, "pk").unwrap(),
+                    string(&i, "sk").unwrap()
+                ),
+                format!("{:?}", i.into_iter().collect::<BTreeMap<_, _>>()),
+            )
         })
         .collect()
 }
@@ -184,28 +263,63 @@ async fn a_run_cut_short_finishes_next_time_with_the_same_result() {
     let now = utc_midnight(date!(2026 - 11 - 30)) + 5 * HOUR_MS;
     let whole = Harness::start().await;
     many_sites(&whole).await;
-    let report = run(&whole.store, now, &JobConfig::default(), &|_| {}).await.unwrap();
+    let report = run(&whole.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     assert!(report.finished);
     let expected = rollup_items(&whole).await;
     assert!(expected.len() > 6 * 4);
 
     let cut = Harness::start().await;
     many_sites(&cut).await;
-    let budget = JobConfig { max_sites: Some(2), concurrency: 1, ..JobConfig::default() };
+    let budget = JobConfig {
+        max_sites: Some(2),
+        concurrency: 1,
+        ..JobConfig::default()
+    };
     let first = run(&cut.store, now, &budget, &|_| {}).await.unwrap();
     assert!(!first.finished);
     assert_eq!(first.processed, vec!["a1", "b2"]);
-    let state = cut.store.job(tally_rollup::JOB_NAME).await.unwrap().unwrap();
+    let state = cut
+        .store
+        .job(tally_rollup::JOB_NAME)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(state.cursor.as_deref(), Some("b2"));
     // A run killed mid-flight (its future dropped) leaves a consistent cursor.
-    let killed = tokio::time::timeout(std::time::Duration::from_millis(30), run(&cut.store, now, &JobConfig { concurrency: 1, ..JobConfig::default() }, &|_| {})).await;
+    let killed = tokio::time::timeout(
+        std::time::Duration::from_millis(30),
+        run(
+            &cut.store,
+            now,
+            &JobConfig {
+                concurrency: 1,
+                ..JobConfig::default()
+            },
+            &|_| {},
+        ),
+    )
+    .await;
     drop(killed);
-    let second = run(&cut.store, now, &JobConfig::default(), &|_| {}).await.unwrap();
+    let second = run(&cut.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     assert!(second.finished);
-    assert_eq!(cut.store.job(tally_rollup::JOB_NAME).await.unwrap().unwrap().cursor, None);
+    assert_eq!(
+        cut.store
+            .job(tally_rollup::JOB_NAME)
+            .await
+            .unwrap()
+            .unwrap()
+            .cursor,
+        None
+    );
     assert_eq!(rollup_items(&cut).await, expected);
     // Re-running changes nothing.
-    run(&cut.store, now, &JobConfig::default(), &|_| {}).await.unwrap();
+    run(&cut.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     assert_eq!(rollup_items(&cut).await, expected);
 }
 
@@ -215,15 +329,40 @@ async fn one_corrupt_site_does_not_stop_the_others() {
     many_sites(&h).await;
     // A site item that no longer parses, and a site with a corrupt event.
     let mut bad = tally_store::item::key("SITES", "SITE#bad-settings");
-    bad.insert("id".into(), aws_sdk_dynamodb::types::AttributeValue::S("bad-settings".into()));
-    bad.insert("time_zone".into(), aws_sdk_dynamodb::types::AttributeValue::N("5".into()));
-    h.store.client().put_item().table_name("tally").set_item(Some(bad)).send().await.unwrap();
+    bad.insert(
+        "id".into(),
+        aws_sdk_dynamodb::types::AttributeValue::S("bad-settings".into()),
+    );
+    bad.insert(
+        "time_zone".into(),
+        aws_sdk_dynamodb::types::AttributeValue::N("5".into()),
+    );
+    h.store
+        .client()
+        .put_item()
+        .table_name("tally")
+        .set_item(Some(bad))
+        .send()
+        .await
+        .unwrap();
     let mut junk = tally_store::item::key("SITE#c3#H#2026-11-21T10", "00:00.000#junk");
-    junk.insert("k".into(), aws_sdk_dynamodb::types::AttributeValue::S("not-a-kind".into()));
-    h.store.client().put_item().table_name("tally").set_item(Some(junk)).send().await.unwrap();
+    junk.insert(
+        "k".into(),
+        aws_sdk_dynamodb::types::AttributeValue::S("not-a-kind".into()),
+    );
+    h.store
+        .client()
+        .put_item()
+        .table_name("tally")
+        .set_item(Some(junk))
+        .send()
+        .await
+        .unwrap();
 
     let now = utc_midnight(date!(2026 - 11 - 30)) + 5 * HOUR_MS;
-    let report = run(&h.store, now, &JobConfig::default(), &|_| {}).await.unwrap();
+    let report = run(&h.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     let failed: Vec<&str> = report.failed.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(failed, vec!["bad-settings", "c3"]);
     assert_eq!(report.processed, vec!["a1", "b2", "d4", "e5", "f6"]);
@@ -239,16 +378,32 @@ async fn imported_days_are_never_overwritten() {
     let day = date!(2026 - 11 - 27);
     let mut imported = tally_core::rollup::empty_aggregate();
     imported.totals.visitors = 12_345;
-    h.store.put_rollup(&site.id, day, &imported, RollupSource::Imported, "", 1).await.unwrap();
+    h.store
+        .put_rollup(&site.id, day, &imported, RollupSource::Imported, "", 1)
+        .await
+        .unwrap();
     store_events(&h.store, &site, &traffic(&site, utc_midnight(day), 1, 5, 1)).await;
     let now = utc_midnight(date!(2026 - 11 - 30)) + HOUR_MS;
-    let report = run(&h.store, now, &JobConfig::default(), &|_| {}).await.unwrap();
+    let report = run(&h.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
     assert!(report.days_written > 0);
     let scalars = h.store.rollup_scalars("hist", day, day).await.unwrap();
     assert_eq!(scalars[&day].visitors, 12_345);
     assert_eq!(scalars[&day].source, RollupSource::Imported);
     // A direct write of a computed rollup is refused by the condition too.
-    let write = h.store.put_rollup("hist", day, &tally_core::rollup::empty_aggregate(), RollupSource::Computed, "", 2).await.unwrap();
+    let write = h
+        .store
+        .put_rollup(
+            "hist",
+            day,
+            &tally_core::rollup::empty_aggregate(),
+            RollupSource::Computed,
+            "",
+            2,
+        )
+        .await
+        .unwrap();
     assert_eq!(write, tally_store::rollups::RollupWrite::KeptImported);
 }
 
@@ -256,13 +411,25 @@ async fn imported_days_are_never_overwritten() {
 async fn the_schedule_fixture_drives_the_lambda_handler() {
     let h = Harness::start().await;
     let (site, _) = site_with_key(&h, "sched", "UTC", 30).await;
-    store_events(&h.store, &site, &traffic(&site, utc_midnight(date!(2026 - 11 - 27)), 2, 5, 2)).await;
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/events/schedule.json")).unwrap();
-    let payload: aws_lambda_events::eventbridge::EventBridgeEvent<Value> = serde_json::from_str(&text).unwrap();
+    store_events(
+        &h.store,
+        &site,
+        &traffic(&site, utc_midnight(date!(2026 - 11 - 27)), 2, 5, 2),
+    )
+    .await;
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../infra/events/schedule.json"
+    ))
+    .unwrap();
+    let payload: aws_lambda_events::eventbridge::EventBridgeEvent<Value> =
+        serde_json::from_str(&text).unwrap();
     assert_eq!(payload.detail_type, "Scheduled Event");
     let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
     let clock = ManualClock::at(utc_midnight(date!(2026 - 11 - 30)) + HOUR_MS);
-    let report = tally_rollup::handler::handle(&h.store, &clock, event).await.unwrap();
+    let report = tally_rollup::handler::handle(&h.store, &clock, event)
+        .await
+        .unwrap();
     assert_eq!(report.processed, vec!["sched"]);
     assert!(report.days_written >= 3, "{report:?}");
 }

@@ -122,6 +122,30 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .await
     });
 
+    // Rollups on a local schedule too: at start and then every hour.
+    let rollup_store = store.clone();
+    let mut rollup_stop = shutdown_rx.clone();
+    tokio::spawn(async move {
+        loop {
+            let now = crate::admin::now_ms();
+            match tally_rollup::run(
+                &rollup_store,
+                now,
+                &tally_rollup::JobConfig::default(),
+                &no_progress,
+            )
+            .await
+            {
+                Ok(report) => tracing::info!(days_written = report.days_written, "rollup run"),
+                Err(e) => tracing::warn!(error = %e, "rollup run failed"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_secs(3600)) => {}
+                _ = rollup_stop.changed() => break,
+            }
+        }
+    });
+
     #[allow(clippy::print_stdout)]
     {
         println!(
@@ -185,6 +209,8 @@ async fn route(
     };
     from_lambda(response)
 }
+
+fn no_progress(_site: &str) {}
 
 fn demo_page() -> AxumResponse {
     let html = DEMO_PAGE.replace("{{SITE}}", DEMO_SITE);

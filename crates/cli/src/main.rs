@@ -5,6 +5,7 @@
 
 mod admin;
 mod dev;
+mod rollup;
 
 use clap::{Parser, Subcommand};
 
@@ -48,6 +49,13 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Run the rollup job now (or backfill `--from`..`--to`).
+    Rollup {
+        #[command(flatten)]
+        args: rollup::RollupArgs,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Manage goals.
     Goal {
         #[command(subcommand)]
@@ -65,5 +73,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Site { command, target } => admin::site(command, &target).await,
         Command::Key { command, target } => admin::key(command, &target).await,
         Command::Goal { command, target } => admin::goal(command, &target).await,
+        Command::Rollup { args, target } => rollup::rollup(args, &target).await,
     }
 }

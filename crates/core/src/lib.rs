@@ -28,9 +28,9 @@ pub mod range;
 pub mod report;
 pub mod rollup;
 pub mod salt;
-pub mod window;
 pub mod session;
 pub mod site;
+pub mod window;
 pub mod zone;
 
 /// Milliseconds since the Unix epoch, UTC. Every instant in Tally is one.

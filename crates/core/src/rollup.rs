@@ -66,22 +66,39 @@ pub fn compile_goals(goals: &[Goal]) -> Vec<(String, Matcher)> {
 /// Folds the days of a contiguous run from the raw events of its window
 /// (see [`crate::session`]), every dimension, top `top_n` values each.
 /// Days without visits get an empty aggregate, so they read as covered.
-pub fn roll_days(events: &[Event], zone: &Zone, days: &[Date], goals: &[(String, Matcher)], top_n: usize) -> Vec<(Date, Aggregate)> {
+pub fn roll_days(
+    events: &[Event],
+    zone: &Zone,
+    days: &[Date],
+    goals: &[(String, Matcher)],
+    top_n: usize,
+) -> Vec<(Date, Aggregate)> {
     let visits = sessions(events, zone);
     let filter = Filter::default();
-    let spec = FoldSpec { dims: &Dimension::ALL, goals, filter: &filter, top_n: Some(top_n) };
+    let spec = FoldSpec {
+        dims: &Dimension::ALL,
+        goals,
+        filter: &filter,
+        top_n: Some(top_n),
+    };
     let mut folded = fold(&visits, &spec, |s| {
         let day = zone.local_date(s.start);
         days.contains(&day).then_some(day)
     });
     days.iter()
-        .map(|d| (*d, folded.remove(d).unwrap_or_else(|| empty_aggregate())))
+        .map(|d| (*d, folded.remove(d).unwrap_or_else(empty_aggregate)))
         .collect()
 }
 
 /// An aggregate with every dimension present and empty.
 pub fn empty_aggregate() -> Aggregate {
-    Aggregate { totals: Default::default(), dims: Dimension::ALL.iter().map(|d| (*d, Default::default())).collect() }
+    Aggregate {
+        totals: Default::default(),
+        dims: Dimension::ALL
+            .iter()
+            .map(|d| (*d, Default::default()))
+            .collect(),
+    }
 }
 
 /// Encodes an aggregate (totals and dimensions) as deflated JSON. If the result would
@@ -109,7 +126,12 @@ fn shrink(agg: &mut Aggregate, n: usize) {
             continue;
         }
         let mut sorted: Vec<(String, Metrics)> = std::mem::take(rows).into_iter().collect();
-        sorted.sort_by(|(ka, a), (kb, b)| (ka == OTHER).cmp(&(kb == OTHER)).then_with(|| rank(b, a)).then_with(|| ka.cmp(kb)));
+        sorted.sort_by(|(ka, a), (kb, b)| {
+            (ka == OTHER)
+                .cmp(&(kb == OTHER))
+                .then_with(|| rank(b, a))
+                .then_with(|| ka.cmp(kb))
+        });
         let rest = sorted.split_off(n.saturating_sub(1));
         let mut other = Metrics::default();
         for (_, m) in &rest {
@@ -154,7 +176,12 @@ mod tests {
         let t0 = utc_midnight(day);
         let events: Vec<Event> = (0..10_000)
             .map(|i| {
-                let mut e = ev(Kind::PageView, t0 + i * 5_000, &format!("s{i}"), &format!("/articles/{i}/a-fairly-long-slug-for-page-number-{i}"));
+                let mut e = ev(
+                    Kind::PageView,
+                    t0 + i * 5_000,
+                    &format!("s{i}"),
+                    &format!("/articles/{i}/a-fairly-long-slug-for-page-number-{i}"),
+                );
                 e.vid = format!("{:016x}", i);
                 e
             })
@@ -175,7 +202,13 @@ mod tests {
 
     #[test]
     fn empty_days_roll_up_to_zero() {
-        let rolled = roll_days(&[], &Zone::utc(), &[date!(2026 - 11 - 01)], &[], DEFAULT_TOP_N);
+        let rolled = roll_days(
+            &[],
+            &Zone::utc(),
+            &[date!(2026 - 11 - 01)],
+            &[],
+            DEFAULT_TOP_N,
+        );
         assert_eq!(rolled[0].1.totals, Default::default());
         assert_eq!(rolled[0].1.dims.len(), Dimension::ALL.len());
     }
@@ -184,9 +217,24 @@ mod tests {
     fn goal_fingerprints_change_with_definitions_not_order() {
         use crate::goal::{GoalRule, PageMatch};
         let a = Goal::new("a", "A", GoalRule::Event { name: "x".into() }, 0).unwrap();
-        let b = Goal::new("b", "B", GoalRule::Page { pattern: "/p".into(), matching: PageMatch::Exact }, 0).unwrap();
-        assert_eq!(goals_fingerprint(&[a.clone(), b.clone()]), goals_fingerprint(&[b.clone(), a.clone()]));
-        assert_ne!(goals_fingerprint(&[a.clone()]), goals_fingerprint(&[a, b]));
+        let b = Goal::new(
+            "b",
+            "B",
+            GoalRule::Page {
+                pattern: "/p".into(),
+                matching: PageMatch::Exact,
+            },
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            goals_fingerprint(&[a.clone(), b.clone()]),
+            goals_fingerprint(&[b.clone(), a.clone()])
+        );
+        assert_ne!(
+            goals_fingerprint(std::slice::from_ref(&a)),
+            goals_fingerprint(&[a, b])
+        );
     }
 
     #[test]

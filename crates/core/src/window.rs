@@ -112,7 +112,13 @@ pub fn rollup_prefix(
 /// The days a range's prefix could use: fully covered and settled days from
 /// the range start (before knowing which have rollups). Read their rollups,
 /// then call [`rollup_prefix`].
-pub fn prefix_candidates(zone: &Zone, start: Millis, end: Millis, now: Millis, settle: Millis) -> Vec<Date> {
+pub fn prefix_candidates(
+    zone: &Zone,
+    start: Millis,
+    end: Millis,
+    now: Millis,
+    settle: Millis,
+) -> Vec<Date> {
     rollup_prefix(zone, start, end, now, settle, |_| true).prefix
 }
 

@@ -71,7 +71,9 @@ impl Sources {
     /// The `meta.sources` JSON.
     pub fn to_json(&self) -> Value {
         let span = |days: &[Date]| match (days.first(), days.last()) {
-            (Some(a), Some(b)) => json!({"from": format_date(*a), "to": format_date(*b), "days": days.len()}),
+            (Some(a), Some(b)) => {
+                json!({"from": format_date(*a), "to": format_date(*b), "days": days.len()})
+            }
             _ => Value::Null,
         };
         json!({"rollup": span(&self.rollup), "raw": span(&self.raw)})
@@ -88,16 +90,22 @@ pub fn raw_window(range: DateRange, zone: &Zone, now: Millis) -> Option<(Millis,
 
 /// One aggregate per day of the range (days without visits may be absent),
 /// and where each day came from.
-pub async fn days<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<(BTreeMap<Date, Aggregate>, Sources), ApiError> {
+pub async fn days<S: QueryStore>(
+    store: &S,
+    r: &Request<'_>,
+) -> Result<(BTreeMap<Date, Aggregate>, Sources), ApiError> {
     let mut out = BTreeMap::new();
     let mut sources = Sources::default();
     let mut tail_from = r.range.from;
     if r.config.use_rollups && r.filter.is_empty() {
         let (start, end) = r.range.bounds(r.zone);
         let candidates = prefix_candidates(r.zone, start, end, r.now, r.config.settle_ms);
-        if let (Some(first), Some(last)) = (candidates.first().copied(), candidates.last().copied()) {
+        if let (Some(first), Some(last)) = (candidates.first().copied(), candidates.last().copied())
+        {
             let rolled = read_rollups(store, r, first, last).await?;
-            let split = rollup_prefix(r.zone, start, end, r.now, r.config.settle_ms, |d| rolled.contains_key(&d));
+            let split = rollup_prefix(r.zone, start, end, r.now, r.config.settle_ms, |d| {
+                rolled.contains_key(&d)
+            });
             for day in &split.prefix {
                 if let Some(agg) = rolled.get(day) {
                     out.insert(*day, agg.clone());
@@ -110,7 +118,10 @@ pub async fn days<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<(BTreeMap
         }
     }
     if tail_from <= r.range.to {
-        let tail = DateRange { from: tail_from, to: r.range.to };
+        let tail = DateRange {
+            from: tail_from,
+            to: r.range.to,
+        };
         sources.raw = tail.each_day().collect();
         out.extend(raw_days(store, r, tail).await?);
     }
@@ -120,12 +131,25 @@ pub async fn days<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<(BTreeMap
 /// The usable rollups of `[from, to]`: scalars for totals, dimensions for
 /// breakdowns; a goal breakdown uses a day only if it was computed with the
 /// current goals, or if its raw events are gone anyway.
-async fn read_rollups<S: QueryStore>(store: &S, r: &Request<'_>, from: Date, to: Date) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
+async fn read_rollups<S: QueryStore>(
+    store: &S,
+    r: &Request<'_>,
+    from: Date,
+    to: Date,
+) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
     if r.dims.is_empty() {
         let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
         return Ok(scalars
             .into_iter()
-            .map(|(d, s)| (d, Aggregate { totals: s.totals(), dims: BTreeMap::new() }))
+            .map(|(d, s)| {
+                (
+                    d,
+                    Aggregate {
+                        totals: s.totals(),
+                        dims: BTreeMap::new(),
+                    },
+                )
+            })
             .collect());
     }
     let retained_from = r.now - i64::from(r.site.retention_days) * DAY_MS;
@@ -133,7 +157,9 @@ async fn read_rollups<S: QueryStore>(store: &S, r: &Request<'_>, from: Date, to:
     Ok(dims
         .into_iter()
         .filter(|(d, day)| {
-            !r.dims.contains(&Dimension::Goal) || day.goals_fp == r.goals_fp || r.zone.day_start(*d) - READ_BEFORE_MS < retained_from
+            !r.dims.contains(&Dimension::Goal)
+                || day.goals_fp == r.goals_fp
+                || r.zone.day_start(*d) - READ_BEFORE_MS < retained_from
         })
         .map(|(d, day)| {
             let mut agg = day.aggregate;
@@ -143,13 +169,22 @@ async fn read_rollups<S: QueryStore>(store: &S, r: &Request<'_>, from: Date, to:
         .collect())
 }
 
-async fn raw_days<S: QueryStore>(store: &S, r: &Request<'_>, range: DateRange) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
+async fn raw_days<S: QueryStore>(
+    store: &S,
+    r: &Request<'_>,
+    range: DateRange,
+) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
     let Some((from, to)) = raw_window(range, r.zone, r.now) else {
         return Ok(BTreeMap::new());
     };
     let events = store.events(r.site, from, to, r.now).await?;
     let visits = sessions(&events, r.zone);
-    let spec = FoldSpec { dims: r.dims, goals: r.goals, filter: r.filter, top_n: None };
+    let spec = FoldSpec {
+        dims: r.dims,
+        goals: r.goals,
+        filter: r.filter,
+        top_n: None,
+    };
     let zone = r.zone;
     Ok(fold(&visits, &spec, |s| {
         let day = zone.local_date(s.start);
@@ -159,13 +194,21 @@ async fn raw_days<S: QueryStore>(store: &S, r: &Request<'_>, range: DateRange) -
 
 /// One aggregate per hour bucket (keyed by the bucket's start instant),
 /// always from raw events.
-pub async fn hours<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<BTreeMap<Millis, Aggregate>, ApiError> {
+pub async fn hours<S: QueryStore>(
+    store: &S,
+    r: &Request<'_>,
+) -> Result<BTreeMap<Millis, Aggregate>, ApiError> {
     let Some((from, to)) = raw_window(r.range, r.zone, r.now) else {
         return Ok(BTreeMap::new());
     };
     let events = store.events(r.site, from, to, r.now).await?;
     let visits = sessions(&events, r.zone);
-    let spec = FoldSpec { dims: r.dims, goals: r.goals, filter: r.filter, top_n: None };
+    let spec = FoldSpec {
+        dims: r.dims,
+        goals: r.goals,
+        filter: r.filter,
+        top_n: None,
+    };
     let (start, end) = r.range.bounds(r.zone);
     Ok(fold(&visits, &spec, |s| {
         (s.start >= start && s.start < end).then(|| start + (s.start - start) / HOUR_MS * HOUR_MS)

@@ -16,9 +16,8 @@ pub mod data;
 pub mod error;
 pub mod params;
 
-use crate::data::{Request as DataRequest, total};
 pub use crate::data::Config;
-use tally_core::rollup::{compile_goals, goals_fingerprint};
+use crate::data::{Request as DataRequest, total};
 use crate::error::{ApiError, error_response, json_response};
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Request, Response};
@@ -30,6 +29,7 @@ use tally_core::event::Kind;
 use tally_core::keys::valid_site_id;
 use tally_core::range::{self, Interval};
 use tally_core::report::{self, breakdown_row, series_row, sorted_rows, stats};
+use tally_core::rollup::{compile_goals, goals_fingerprint};
 use tally_core::site::Site;
 use tally_core::zone::{Zone, format_date};
 use tally_core::{DAY_MS, MINUTE_MS};
@@ -43,7 +43,11 @@ pub const DASHBOARD: &str = include_str!("../assets/dashboard.html");
 pub const REALTIME_WINDOW_MS: i64 = 5 * MINUTE_MS;
 
 /// Handles one request with the default configuration.
-pub async fn handle<S: QueryStore, C: Clock>(store: &S, clock: &C, request: Request) -> Response<Body> {
+pub async fn handle<S: QueryStore, C: Clock>(
+    store: &S,
+    clock: &C,
+    request: Request,
+) -> Response<Body> {
     handle_with(store, clock, &Config::default(), request).await
 }
 
@@ -186,7 +190,13 @@ fn context<'a>(
         zone.local_date(now - i64::from(site.retention_days) * DAY_MS)
     };
     let params = params::parse(q, today, first_day)?;
-    Ok(Ctx { site, zone, params, now, config })
+    Ok(Ctx {
+        site,
+        zone,
+        params,
+        now,
+        config,
+    })
 }
 
 fn meta(ctx: &Ctx<'_>, extra: Value) -> Value {
@@ -206,8 +216,18 @@ fn meta(ctx: &Ctx<'_>, extra: Value) -> Value {
 
 /// The site's goals, compiled, and their fingerprint (loaded only when a
 /// goal breakdown or a goal filter needs them).
-async fn goals_for<S: QueryStore>(store: &S, ctx: &Ctx<'_>, dims: &[Dimension]) -> Result<(Vec<(String, tally_core::goal::Matcher)>, String), ApiError> {
-    let needed = dims.contains(&Dimension::Goal) || ctx.params.filter.predicates.iter().any(|p| p.dimension.level() == Level::Goal);
+async fn goals_for<S: QueryStore>(
+    store: &S,
+    ctx: &Ctx<'_>,
+    dims: &[Dimension],
+) -> Result<(Vec<(String, tally_core::goal::Matcher)>, String), ApiError> {
+    let needed = dims.contains(&Dimension::Goal)
+        || ctx
+            .params
+            .filter
+            .predicates
+            .iter()
+            .any(|p| p.dimension.level() == Level::Goal);
     if !needed {
         return Ok((Vec::new(), String::new()));
     }
@@ -215,7 +235,13 @@ async fn goals_for<S: QueryStore>(store: &S, ctx: &Ctx<'_>, dims: &[Dimension]) 
     Ok((compile_goals(&goals), goals_fingerprint(&goals)))
 }
 
-fn data_request<'a>(ctx: &'a Ctx<'a>, range: tally_core::range::DateRange, dims: &'a [Dimension], goals: &'a [(String, tally_core::goal::Matcher)], goals_fp: &'a str) -> DataRequest<'a> {
+fn data_request<'a>(
+    ctx: &'a Ctx<'a>,
+    range: tally_core::range::DateRange,
+    dims: &'a [Dimension],
+    goals: &'a [(String, tally_core::goal::Matcher)],
+    goals_fp: &'a str,
+) -> DataRequest<'a> {
     DataRequest {
         site: ctx.site,
         zone: &ctx.zone,
@@ -229,14 +255,22 @@ fn data_request<'a>(ctx: &'a Ctx<'a>, range: tally_core::range::DateRange, dims:
     }
 }
 
-async fn stats_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+async fn stats_endpoint<S: QueryStore>(
+    store: &S,
+    ctx: &Ctx<'_>,
+) -> Result<Response<Body>, ApiError> {
     let (goals, fp) = goals_for(store, ctx, &[]).await?;
-    let (days, sources) = data::days(store, &data_request(ctx, ctx.params.range, &[], &goals, &fp)).await?;
+    let (days, sources) = data::days(
+        store,
+        &data_request(ctx, ctx.params.range, &[], &goals, &fp),
+    )
+    .await?;
     let cur = stats(&total(&days).totals);
     let (comparison, change, compare_meta) = match ctx.params.compare {
         Some(c) => {
             let range = c.range(ctx.params.range);
-            let (previous, _) = data::days(store, &data_request(ctx, range, &[], &goals, &fp)).await?;
+            let (previous, _) =
+                data::days(store, &data_request(ctx, range, &[], &goals, &fp)).await?;
             let prev = stats(&total(&previous).totals);
             (
                 select(ctx, serde_json::to_value(&prev).unwrap_or(Value::Null)),
@@ -259,14 +293,23 @@ async fn stats_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>) -> Result<Respo
 
 /// Keeps only the metrics asked for with `metrics=`.
 fn select(ctx: &Ctx<'_>, value: Value) -> Value {
-    let Some(wanted) = &ctx.params.metrics else { return value };
+    let Some(wanted) = &ctx.params.metrics else {
+        return value;
+    };
     match value {
-        Value::Object(map) => Value::Object(map.into_iter().filter(|(k, _)| wanted.contains(k)).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, _)| wanted.contains(k))
+                .collect(),
+        ),
         other => other,
     }
 }
 
-async fn timeseries_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>) -> Result<Response<Body>, ApiError> {
+async fn timeseries_endpoint<S: QueryStore>(
+    store: &S,
+    ctx: &Ctx<'_>,
+) -> Result<Response<Body>, ApiError> {
     let interval = ctx.params.interval()?;
     let (goals, fp) = goals_for(store, ctx, &[]).await?;
     let request = data_request(ctx, ctx.params.range, &[], &goals, &fp);
@@ -275,19 +318,33 @@ async fn timeseries_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>) -> Result<
         let hours = data::hours(store, &request).await?;
         let rows = range::hour_buckets(ctx.params.range, &ctx.zone)
             .into_iter()
-            .map(|(start, label)| series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals)))
+            .map(|(start, label)| {
+                series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals))
+            })
             .collect();
-        let all_raw = data::Sources { rollup: Vec::new(), raw: ctx.params.range.each_day().collect() };
+        let all_raw = data::Sources {
+            rollup: Vec::new(),
+            raw: ctx.params.range.each_day().collect(),
+        };
         (rows, all_raw.to_json())
     } else {
         let (days, sources) = data::days(store, &request).await?;
         let mut buckets: std::collections::BTreeMap<time::Date, tally_core::aggregate::Metrics> =
-            range::day_buckets(ctx.params.range, interval).into_iter().map(|d| (d, Default::default())).collect();
+            range::day_buckets(ctx.params.range, interval)
+                .into_iter()
+                .map(|d| (d, Default::default()))
+                .collect();
         for (day, agg) in &days {
             let bucket = interval.day_bucket(*day, ctx.params.range);
             buckets.entry(bucket).or_default().add(&agg.totals);
         }
-        (buckets.iter().map(|(d, m)| series_row(&format_date(*d), m)).collect(), sources.to_json())
+        (
+            buckets
+                .iter()
+                .map(|(d, m)| series_row(&format_date(*d), m))
+                .collect(),
+            sources.to_json(),
+        )
     };
     Ok(json_response(
         200,
@@ -295,12 +352,24 @@ async fn timeseries_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>) -> Result<
     ))
 }
 
-async fn breakdown_endpoint<S: QueryStore>(store: &S, ctx: &Ctx<'_>, dimension: &str) -> Result<Response<Body>, ApiError> {
-    let dim = Dimension::parse(dimension)
-        .ok_or_else(|| ApiError::bad_request("unknown_dimension", format!("unknown dimension {dimension:?}")))?;
+async fn breakdown_endpoint<S: QueryStore>(
+    store: &S,
+    ctx: &Ctx<'_>,
+    dimension: &str,
+) -> Result<Response<Body>, ApiError> {
+    let dim = Dimension::parse(dimension).ok_or_else(|| {
+        ApiError::bad_request(
+            "unknown_dimension",
+            format!("unknown dimension {dimension:?}"),
+        )
+    })?;
     let dims = [dim];
     let (goals, fp) = goals_for(store, ctx, &dims).await?;
-    let (days, sources) = data::days(store, &data_request(ctx, ctx.params.range, &dims, &goals, &fp)).await?;
+    let (days, sources) = data::days(
+        store,
+        &data_request(ctx, ctx.params.range, &dims, &goals, &fp),
+    )
+    .await?;
     let agg = total(&days);
     let empty = Default::default();
     let rows = agg.dims.get(&dim).unwrap_or(&empty);

@@ -26,7 +26,12 @@ pub async fn handle<C: Clock>(
         .map(|left| Instant::now() + left.saturating_sub(DEADLINE_MARGIN));
     let config = JobConfig {
         deadline,
-        site: event.payload.detail.get("site").and_then(|s| s.as_str()).map(str::to_owned),
+        site: event
+            .payload
+            .detail
+            .get("site")
+            .and_then(|s| s.as_str())
+            .map(str::to_owned),
         ..JobConfig::default()
     };
     let report = run(store, clock.now(), &config, &|_| {}).await?;

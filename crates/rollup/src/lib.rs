@@ -16,12 +16,16 @@
 
 pub mod handler;
 
-use futures::stream::{self, StreamExt};
+use futures::stream::{FuturesOrdered, StreamExt};
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Instant;
 use tally_core::range::DateRange;
-use tally_core::rollup::{DEFAULT_TOP_N, RollupSource, compile_goals, goals_fingerprint, roll_days};
+use tally_core::rollup::{
+    DEFAULT_TOP_N, RollupSource, compile_goals, goals_fingerprint, roll_days,
+};
 use tally_core::session::{MAX_SPILL_MS, READ_BEFORE_MS};
 use tally_core::site::Site;
 use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
@@ -95,7 +99,12 @@ pub struct SiteReport {
 
 /// Runs the job over every site (or the configured one), continuing after
 /// the stored cursor. `progress` is called after each site.
-pub async fn run(store: &Store, now: Millis, config: &JobConfig, progress: &(dyn Fn(&str) + Sync)) -> Result<RunReport, StoreError> {
+pub async fn run(
+    store: &Store,
+    now: Millis,
+    config: &JobConfig,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<RunReport, StoreError> {
     let mut state = store.job(JOB_NAME).await?.unwrap_or_default();
     let items = store.site_items().await?;
     let mut report = RunReport::default();
@@ -104,24 +113,41 @@ pub async fn run(store: &Store, now: Millis, config: &JobConfig, progress: &(dyn
         .filter(|(id, _)| config.site.as_ref().is_none_or(|only| only == id))
         .collect();
     sites.sort_by(|a, b| a.0.cmp(&b.0));
-    let resume = config.site.is_none().then(|| state.cursor.clone()).flatten();
-    let start = resume.as_ref().map_or(0, |c| sites.partition_point(|(id, _)| id <= c));
+    let resume = config
+        .site
+        .is_none()
+        .then(|| state.cursor.clone())
+        .flatten();
+    let start = resume
+        .as_ref()
+        .map_or(0, |c| sites.partition_point(|(id, _)| id <= c));
     let todo = &sites[start..];
     if state.cursor.is_none() || config.site.is_some() {
         state.run_started = now;
     }
 
-    let mut results = stream::iter(todo.iter().enumerate())
-        .map(|(i, (id, site))| async move {
-            let out = match site {
-                Ok(site) => roll_site(store, site, now, config).await,
-                Err(e) => Err(e.clone()),
-            };
-            (i, id.clone(), out)
-        })
-        .buffered(config.concurrency.max(1));
+    let mut pending = FuturesOrdered::new();
+    let mut queue = todo.iter();
     let mut reached = 0;
-    while let Some((i, id, out)) = results.next().await {
+    let concurrency = config.concurrency.max(1);
+    loop {
+        let budget_left = config.deadline.is_none_or(|d| Instant::now() < d)
+            && config.max_sites.is_none_or(|m| reached + pending.len() < m);
+        while pending.len() < concurrency && (budget_left || reached + pending.len() == 0) {
+            match queue.next() {
+                Some(entry) => pending.push_back(roll_entry(store, entry, now, config)),
+                None => break,
+            }
+            if config
+                .max_sites
+                .is_some_and(|m| reached + pending.len() >= m)
+            {
+                break;
+            }
+        }
+        let Some((id, out)) = pending.next().await else {
+            break;
+        };
         match out {
             Ok(site_report) => {
                 report.days_written += site_report.written.len();
@@ -133,7 +159,7 @@ pub async fn run(store: &Store, now: Millis, config: &JobConfig, progress: &(dyn
                 report.failed.push((id.clone(), e.to_string()));
             }
         }
-        reached = i + 1;
+        reached += 1;
         progress(&id);
         if config.site.is_none() {
             state.cursor = Some(id.clone());
@@ -141,11 +167,11 @@ pub async fn run(store: &Store, now: Millis, config: &JobConfig, progress: &(dyn
         }
         let out_of_time = config.deadline.is_some_and(|d| Instant::now() >= d);
         let out_of_sites = config.max_sites.is_some_and(|m| reached >= m);
-        if (out_of_time || out_of_sites) && reached < todo.len() {
+        if (out_of_time || out_of_sites) && pending.is_empty() {
             break;
         }
     }
-    drop(results);
+    drop(pending);
     report.finished = reached >= todo.len();
     if config.site.is_none() {
         state.failed = report.failed.iter().map(|(id, _)| id.clone()).collect();
@@ -158,8 +184,32 @@ pub async fn run(store: &Store, now: Millis, config: &JobConfig, progress: &(dyn
     Ok(report)
 }
 
+type SiteFuture<'a> =
+    Pin<Box<dyn Future<Output = (String, Result<SiteReport, StoreError>)> + Send + 'a>>;
+
+/// Rolls up one listed site (a boxed future, so a run can be spawned).
+fn roll_entry<'a>(
+    store: &'a Store,
+    entry: &'a (String, Result<Site, StoreError>),
+    now: Millis,
+    config: &'a JobConfig,
+) -> SiteFuture<'a> {
+    Box::pin(async move {
+        let out = match &entry.1 {
+            Ok(site) => roll_site(store, site, now, config).await,
+            Err(e) => Err(e.clone()),
+        };
+        (entry.0.clone(), out)
+    })
+}
+
 /// The days of a site the job (re)computes at `now`.
-pub fn days_to_roll(site: &Site, now: Millis, config: &JobConfig, existing: &dyn Fn(Date) -> Option<(RollupSource, bool)>) -> Vec<Date> {
+pub fn days_to_roll(
+    site: &Site,
+    now: Millis,
+    config: &JobConfig,
+    existing: &dyn Fn(Date) -> Option<(RollupSource, bool)>,
+) -> Vec<Date> {
     let zone = site.zone();
     let today = zone.local_date(now);
     let created = (site.created_at > 0).then(|| zone.local_date(site.created_at));
@@ -198,7 +248,12 @@ pub fn days_to_roll(site: &Site, now: Millis, config: &JobConfig, existing: &dyn
 }
 
 /// Rolls up one site's due days.
-pub async fn roll_site(store: &Store, site: &Site, now: Millis, config: &JobConfig) -> Result<SiteReport, StoreError> {
+pub async fn roll_site(
+    store: &Store,
+    site: &Site,
+    now: Millis,
+    config: &JobConfig,
+) -> Result<SiteReport, StoreError> {
     let zone = site.zone();
     let today = zone.local_date(now);
     let goals = store.goals(&site.id).await?;
@@ -210,14 +265,19 @@ pub async fn roll_site(store: &Store, site: &Site, now: Millis, config: &JobConf
         .unwrap_or(today - time::Duration::days(i64::from(site.retention_days) + 2));
     let look_to = config.days.map(|r| r.to).unwrap_or(today);
     let existing = store.rollup_scalars(&site.id, look_from, look_to).await?;
-    let days = days_to_roll(site, now, config, &|d| existing.get(&d).map(|s| (s.source, s.goals_fp == fp)));
+    let days = days_to_roll(site, now, config, &|d| {
+        existing.get(&d).map(|s| (s.source, s.goals_fp == fp))
+    });
     let mut report = SiteReport::default();
     for run in contiguous(&days) {
         let from = zone.day_start(run[0]) - READ_BEFORE_MS;
         let to = (zone.day_end(run[run.len() - 1]) + MAX_SPILL_MS).min(now + HOUR_MS);
         let events = store.events_between(site, from, to, now).await?;
         for (day, agg) in roll_days(&events, &zone, run, &compiled, config.top_n) {
-            match store.put_rollup(&site.id, day, &agg, RollupSource::Computed, &fp, now).await? {
+            match store
+                .put_rollup(&site.id, day, &agg, RollupSource::Computed, &fp, now)
+                .await?
+            {
                 RollupWrite::Written => report.written.push(day),
                 RollupWrite::KeptImported => report.kept_imported.push(day),
             }
@@ -251,7 +311,11 @@ mod tests {
 
     #[test]
     fn splits_days_into_runs() {
-        let days = [date!(2026 - 11 - 01), date!(2026 - 11 - 02), date!(2026 - 11 - 04)];
+        let days = [
+            date!(2026 - 11 - 01),
+            date!(2026 - 11 - 02),
+            date!(2026 - 11 - 04),
+        ];
         let runs = contiguous(&days);
         assert_eq!(runs, vec![&days[..2], &days[2..]]);
         assert!(contiguous(&[]).is_empty());
@@ -279,11 +343,29 @@ mod tests {
         });
         assert!(days.contains(&date!(2026 - 11 - 29)), "trailing window");
         assert!(days.contains(&date!(2026 - 11 - 27)), "trailing window");
-        assert!(days.contains(&date!(2026 - 11 - 26)), "missing settled day is filled");
-        assert!(!days.contains(&imported), "imported days are never recomputed");
-        assert!(!days.contains(&rolled), "an up-to-date settled day is left alone");
-        assert!(days.contains(&stale), "a day computed with other goals is redone");
-        assert!(!days.contains(&date!(2026 - 11 - 30)), "today is not complete");
-        assert!(!days.contains(&date!(2026 - 11 - 19)), "outside raw retention");
+        assert!(
+            days.contains(&date!(2026 - 11 - 26)),
+            "missing settled day is filled"
+        );
+        assert!(
+            !days.contains(&imported),
+            "imported days are never recomputed"
+        );
+        assert!(
+            !days.contains(&rolled),
+            "an up-to-date settled day is left alone"
+        );
+        assert!(
+            days.contains(&stale),
+            "a day computed with other goals is redone"
+        );
+        assert!(
+            !days.contains(&date!(2026 - 11 - 30)),
+            "today is not complete"
+        );
+        assert!(
+            !days.contains(&date!(2026 - 11 - 19)),
+            "outside raw retention"
+        );
     }
 }

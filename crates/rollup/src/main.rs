@@ -9,10 +9,15 @@ use tally_store::{ClientOptions, Store};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tally_store::env::init_tracing();
-    let store = Arc::new(Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await);
-    run(service_fn(move |event: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
-        let store = store.clone();
-        async move { Ok::<_, Error>(tally_rollup::handler::handle(&store, &SystemClock, event).await?) }
-    }))
+    let store =
+        Arc::new(Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await);
+    run(service_fn(
+        move |event: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
+            let store = store.clone();
+            async move {
+                Ok::<_, Error>(tally_rollup::handler::handle(&store, &SystemClock, event).await?)
+            }
+        },
+    ))
     .await
 }

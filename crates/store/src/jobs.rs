@@ -1,9 +1,9 @@
 //! Job state under `JOBS` / `JOB#{name}`: the rollup job's cursor, so a run
 //! that runs out of time continues where it stopped.
 
+use crate::Store;
 use crate::error::StoreError;
 use crate::item::{from_item, key, with_keys};
-use crate::Store;
 use serde::{Deserialize, Serialize};
 use tally_core::Millis;
 use tally_core::keys::{JOBS_PK, job_sk};
@@ -36,6 +36,7 @@ impl Store {
 
     /// Saves a job's state.
     pub async fn put_job(&self, name: &str, state: &JobState) -> Result<(), StoreError> {
-        self.put(with_keys(state, JOBS_PK.to_owned(), job_sk(name), None)?).await
+        self.put(with_keys(state, JOBS_PK.to_owned(), job_sk(name), None)?)
+            .await
     }
 }

@@ -3,12 +3,12 @@
 //! memory; everything that matters is also tested through the real client.
 
 use crate::events::PutOutcome;
-use crate::salt::SharedSalt;
 use crate::rollups::{DayDims, DayScalars};
+use crate::salt::SharedSalt;
 use crate::sites::ApiKeyRecord;
-use std::collections::BTreeMap;
 use crate::sites::SiteCache;
 use crate::{Store, StoreError};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use tally_core::Millis;
@@ -150,11 +150,21 @@ impl QueryStore for DynamoQuery {
         self.store.events_between(site, from, to, now).await
     }
 
-    async fn rollup_scalars(&self, site: &str, from: Date, to: Date) -> Result<BTreeMap<Date, DayScalars>, StoreError> {
+    async fn rollup_scalars(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> Result<BTreeMap<Date, DayScalars>, StoreError> {
         self.store.rollup_scalars(site, from, to).await
     }
 
-    async fn rollup_dims(&self, site: &str, from: Date, to: Date) -> Result<BTreeMap<Date, DayDims>, StoreError> {
+    async fn rollup_dims(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> Result<BTreeMap<Date, DayDims>, StoreError> {
         self.store.rollup_dims(site, from, to).await
     }
 }

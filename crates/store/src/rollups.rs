@@ -2,9 +2,9 @@
 //! attributes) and `ROLLUP#DIMS#{date}` (the whole aggregate, deflated).
 //! A range of days is read with one Query per item kind.
 
+use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, key, string};
-use crate::Store;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
 use serde::{Deserialize, Serialize};
@@ -104,7 +104,12 @@ impl Store {
             goals_fp: goals_fp.to_owned(),
             computed_at,
         };
-        let item = crate::item::with_keys(&scalars, keys::site_pk(site), keys::rollup_day_sk(day), None)?;
+        let item = crate::item::with_keys(
+            &scalars,
+            keys::site_pk(site),
+            keys::rollup_day_sk(day),
+            None,
+        )?;
         if !self.put_unless_imported(item, source).await? {
             return Ok(RollupWrite::KeptImported);
         }
@@ -114,17 +119,31 @@ impl Store {
         item.insert("data".into(), AttributeValue::B(Blob::new(blob)));
         item.insert("v".into(), AttributeValue::N(DIMS_VERSION.to_string()));
         item.insert("top_n".into(), AttributeValue::N(top_n.to_string()));
-        item.insert("source".into(), AttributeValue::S(source_name(source).into()));
+        item.insert(
+            "source".into(),
+            AttributeValue::S(source_name(source).into()),
+        );
         item.insert("goals_fp".into(), AttributeValue::S(goals_fp.to_owned()));
-        item.insert("computed_at".into(), AttributeValue::N(computed_at.to_string()));
+        item.insert(
+            "computed_at".into(),
+            AttributeValue::N(computed_at.to_string()),
+        );
         if !self.put_unless_imported(item, source).await? {
             return Ok(RollupWrite::KeptImported);
         }
         Ok(RollupWrite::Written)
     }
 
-    async fn put_unless_imported(&self, item: Item, source: RollupSource) -> Result<bool, StoreError> {
-        let mut put = self.client.put_item().table_name(self.table()).set_item(Some(item));
+    async fn put_unless_imported(
+        &self,
+        item: Item,
+        source: RollupSource,
+    ) -> Result<bool, StoreError> {
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item));
         if source == RollupSource::Computed {
             put = put
                 .condition_expression("attribute_not_exists(pk) OR #src <> :imported")
@@ -139,41 +158,78 @@ impl Store {
     }
 
     /// The scalar rollups of `[from, to]` (one Query, paginated).
-    pub async fn rollup_scalars(&self, site: &str, from: Date, to: Date) -> Result<BTreeMap<Date, DayScalars>, StoreError> {
-        let items = self.query_between(&keys::site_pk(site), &keys::rollup_day_sk(from), &keys::rollup_day_sk(to)).await?;
+    pub async fn rollup_scalars(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> Result<BTreeMap<Date, DayScalars>, StoreError> {
+        let items = self
+            .query_between(
+                &keys::site_pk(site),
+                &keys::rollup_day_sk(from),
+                &keys::rollup_day_sk(to),
+            )
+            .await?;
         let mut out = BTreeMap::new();
         for item in items {
             let scalars: DayScalars = crate::item::from_item(item)?;
-            let day = parse_date(&scalars.day).ok_or_else(|| StoreError::Corrupt(format!("rollup day {:?}", scalars.day)))?;
+            let day = parse_date(&scalars.day)
+                .ok_or_else(|| StoreError::Corrupt(format!("rollup day {:?}", scalars.day)))?;
             out.insert(day, scalars);
         }
         Ok(out)
     }
 
     /// The dimension rollups of `[from, to]` (one Query, paginated).
-    pub async fn rollup_dims(&self, site: &str, from: Date, to: Date) -> Result<BTreeMap<Date, DayDims>, StoreError> {
-        let items = self.query_between(&keys::site_pk(site), &keys::rollup_dims_sk(from), &keys::rollup_dims_sk(to)).await?;
+    pub async fn rollup_dims(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> Result<BTreeMap<Date, DayDims>, StoreError> {
+        let items = self
+            .query_between(
+                &keys::site_pk(site),
+                &keys::rollup_dims_sk(from),
+                &keys::rollup_dims_sk(to),
+            )
+            .await?;
         let mut out = BTreeMap::new();
         for item in items {
             let sk = string(&item, "sk").unwrap_or_default();
-            let day = keys::parse_rollup_dims_sk(sk).ok_or_else(|| StoreError::Corrupt(format!("rollup key {sk:?}")))?;
+            let day = keys::parse_rollup_dims_sk(sk)
+                .ok_or_else(|| StoreError::Corrupt(format!("rollup key {sk:?}")))?;
             let data = match item.get("data") {
                 Some(AttributeValue::B(b)) => b.as_ref(),
                 _ => return Err(StoreError::Corrupt(format!("{sk}: no data"))),
             };
-            let aggregate = decode_dims(data).map_err(|e| StoreError::Corrupt(format!("{sk}: {e}")))?;
+            let aggregate =
+                decode_dims(data).map_err(|e| StoreError::Corrupt(format!("{sk}: {e}")))?;
             let source = match string(&item, "source") {
                 Some("imported") => RollupSource::Imported,
                 _ => RollupSource::Computed,
             };
             let goals_fp = string(&item, "goals_fp").unwrap_or_default().to_owned();
-            out.insert(day, DayDims { aggregate, source, goals_fp });
+            out.insert(
+                day,
+                DayDims {
+                    aggregate,
+                    source,
+                    goals_fp,
+                },
+            );
         }
         Ok(out)
     }
 
     /// Every item of a partition with `lo <= sk <= hi`, with read units counted.
-    pub(crate) async fn query_between(&self, pk: &str, lo: &str, hi: &str) -> Result<Vec<Item>, StoreError> {
+    pub(crate) async fn query_between(
+        &self,
+        pk: &str,
+        lo: &str,
+        hi: &str,
+    ) -> Result<Vec<Item>, StoreError> {
         let mut out = Vec::new();
         let mut start = None;
         loop {

@@ -1,0 +1,301 @@
+//! Benchmark harness for the figures in BENCHMARKS.md. Build in release:
+//!
+//! ```sh
+//! cargo run --release -p tally-tests --bin tally-bench -- dashboard   # 300k events, 30-day dashboard from raw events via `tally dev`
+//! cargo run --release -p tally-tests --bin tally-bench -- year        # 365-day stats + timeseries from rollups
+//! cargo run --release -p tally-tests --bin tally-bench -- fold        # the pure fold over one day of 1M events, and rolling it up from the store
+//! ```
+
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use lambda_http::Body;
+use std::time::Instant;
+use tally_core::aggregate::{FoldSpec, fold};
+use tally_core::dimension::Dimension;
+use tally_core::filter::Filter;
+use tally_core::session::sessions;
+use tally_core::site::Site;
+use tally_core::zone::utc_midnight;
+use tally_core::{DAY_MS, HOUR_MS};
+use tally_query::{Config, handle_with};
+use tally_rollup::{JobConfig, roll_site, run};
+use tally_store::clock::ManualClock;
+use tally_store::ports::DynamoQuery;
+use tally_store::sites::ApiKeyRecord;
+use tally_store::{ClientOptions, RequestCounter, Store};
+use tally_tests::Harness;
+use tally_tests::seed::{store_events, traffic};
+use time::macros::date;
+
+const DASHBOARD: [&str; 8] = [
+    "stats?period=30d&compare=previous",
+    "timeseries?period=30d&interval=day",
+    "breakdown/pages?period=30d&limit=10",
+    "breakdown/sources?period=30d&limit=10",
+    "breakdown/countries?period=30d&limit=10",
+    "breakdown/browsers?period=30d&limit=10",
+    "breakdown/devices?period=30d&limit=10",
+    "breakdown/entry_pages?period=30d&limit=10",
+];
+
+#[tokio::main]
+async fn main() {
+    let what = std::env::args().nth(1).unwrap_or_default();
+    match what.as_str() {
+        "dashboard" => dashboard().await,
+        "year" => year().await,
+        "fold" => fold_bench().await,
+        _ => println!("usage: tally-bench dashboard|year|fold"),
+    }
+}
+
+async fn with_key(store: &Store, site: &Site) -> String {
+    store.create_site(site).await.unwrap();
+    let key = tally_core::auth::key_from_bytes(&site.id, &[3u8; 20]);
+    let record = ApiKeyRecord {
+        hash: tally_core::auth::hash_key(&key),
+        prefix: key[..9].into(),
+        label: "bench".into(),
+        created_at: 0,
+        revoked_at: None,
+    };
+    store.put_api_key(&site.id, &record).await.unwrap();
+    key
+}
+
+async fn get(
+    query: &DynamoQuery,
+    now: i64,
+    key: &str,
+    site: &str,
+    path: &str,
+) -> serde_json::Value {
+    let request = http::Request::builder()
+        .uri(format!("/api/sites/{site}/{path}"))
+        .header("authorization", format!("Bearer {key}"))
+        .body(Body::Empty)
+        .unwrap();
+    let response = handle_with(query, &ManualClock::at(now), &Config::default(), request).await;
+    assert_eq!(response.status(), 200);
+    let body: &[u8] = response.body();
+    serde_json::from_slice(body).unwrap()
+}
+
+/// 300,000 events over 30 days, then the dashboard's eight requests served
+/// from raw events: once over HTTP by a real `tally dev`, once in process
+/// with a request counter for the read units.
+async fn dashboard() {
+    let tally = std::env::var("TALLY_BIN").unwrap_or_else(|_| "target/release/tally".into());
+    let data = std::env::temp_dir().join(format!("tally-bench-{}", std::process::id()));
+    let mut child = std::process::Command::new(&tally)
+        .args([
+            "dev",
+            "--memory",
+            "--port",
+            "0",
+            "--dynamodb-port",
+            "0",
+            "--data-dir",
+        ])
+        .arg(&data)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("build the tally binary first: cargo build --release -p tally");
+    let stdout = child.stdout.take().unwrap();
+    let ready = std::io::BufRead::lines(std::io::BufReader::new(stdout))
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("ready: "))
+        .unwrap();
+    let field = |k: &str| {
+        ready
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .to_owned()
+    };
+    let (http, endpoint) = (field("http"), field("dynamodb"));
+
+    let counter = RequestCounter::new();
+    let store = Store::connect(
+        &ClientOptions {
+            counter: Some(counter.clone()),
+            ..ClientOptions::local(&endpoint)
+        },
+        "tally",
+    )
+    .await;
+    let mut site = Site::new("bench", &["bench.example".into()], "Europe/Berlin", 0).unwrap();
+    site.retention_days = 3650;
+    let key = with_key(&store, &site).await;
+    let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
+    let start = now - 30 * DAY_MS;
+    let seeded = Instant::now();
+    let events = traffic(&site, start, 30, 2_700, 42);
+    let n = events.len();
+    store_events(&store, &site, &events).await;
+    println!(
+        "seeded {n} events in {:.1} s",
+        seeded.elapsed().as_secs_f64()
+    );
+
+    // Over HTTP, through tally dev (its clock is the real one, so ask for
+    // the explicit 30 days the data covers).
+    let from = tally_core::zone::format_date(site.zone().local_date(start + DAY_MS));
+    let to = tally_core::zone::format_date(site.zone().local_date(now));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let t = Instant::now();
+    for path in DASHBOARD {
+        let path = path.replace("period=30d", &format!("from={from}&to={to}"));
+        let mut response = agent
+            .get(&format!("{http}/api/sites/bench/{path}"))
+            .header("authorization", &format!("Bearer {key}"))
+            .call()
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let _ = response.body_mut().read_to_string().unwrap();
+    }
+    println!(
+        "dashboard over HTTP from tally dev (8 requests, sequential): {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    // In process, counting requests and read units.
+    let query = DynamoQuery::new(store.clone());
+    counter.reset();
+    let t = Instant::now();
+    for path in DASHBOARD {
+        let _ = get(&query, now, &key, "bench", path).await;
+    }
+    println!(
+        "dashboard in process: {:.2} s, {} requests ({:?}), {:.1} read units",
+        t.elapsed().as_secs_f64(),
+        counter.total(),
+        counter.by_operation(),
+        counter.read_units()
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// A site with 400 days of traffic rolled up; a 365-day stats and
+/// timeseries are read from rollups.
+async fn year() {
+    let h = Harness::start().await;
+    let mut site = Site::new("year", &["year.example".into()], "America/New_York", 0).unwrap();
+    site.retention_days = 3650;
+    let key = with_key(&h.store, &site).await;
+    let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
+    let start = now - 400 * DAY_MS;
+    let events = traffic(&site, start, 400, 20, 5);
+    store_events(&h.store, &site, &events).await;
+    let t = Instant::now();
+    let report = run(
+        &h.store,
+        now,
+        &JobConfig {
+            trailing_days: 3,
+            ..JobConfig::default()
+        },
+        &|_| {},
+    )
+    .await
+    .unwrap();
+    println!(
+        "rolled up {} days in {:.1} s",
+        report.days_written,
+        t.elapsed().as_secs_f64()
+    );
+    let query = DynamoQuery::new(h.store.clone());
+    for path in [
+        "stats?period=12mo",
+        "stats?from=2025-11-30&to=2026-11-29",
+        "timeseries?from=2025-11-30&to=2026-11-29&interval=month",
+        "timeseries?from=2025-11-30&to=2026-11-29&interval=day",
+    ] {
+        h.counter.reset();
+        let t = Instant::now();
+        let v = get(&query, now, &key, "year", path).await;
+        println!(
+            "{path}: {:.1} ms, {} requests ({:?}), {:.1} read units, sources {}",
+            t.elapsed().as_secs_f64() * 1000.0,
+            h.counter.total(),
+            h.counter.by_operation(),
+            h.counter.read_units(),
+            v["meta"]["sources"]
+        );
+    }
+}
+
+/// The pure fold over one day of ~1M events, and the end-to-end rollup of
+/// that day from the store.
+async fn fold_bench() {
+    let mut site = Site::new("fold", &["fold.example".into()], "UTC", 0).unwrap();
+    site.retention_days = 3650;
+    let day = date!(2026 - 11 - 01);
+    let start = utc_midnight(day);
+    let events: Vec<tally_core::event::Event> = traffic(&site, start, 1, 200_000, 11)
+        .into_iter()
+        .map(|s| s.event)
+        .collect();
+    let n = events.len();
+    let zone = site.zone();
+    let filter = Filter::default();
+    let goals = Vec::new();
+    let spec = FoldSpec {
+        dims: &Dimension::ALL,
+        goals: &goals,
+        filter: &filter,
+        top_n: Some(300),
+    };
+    let mut sorted = events.clone();
+    sorted.sort_by_key(|e| e.ts);
+    let t = Instant::now();
+    let visits = sessions(&sorted, &zone);
+    let out = fold(&visits, &spec, |s| Some(zone.local_date(s.start)));
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "pure fold, all 20 dimensions: {n} events, {} visits, {:.3} s, {:.2} M events/s (one core)",
+        visits.len(),
+        secs,
+        n as f64 / secs / 1e6
+    );
+    let spec_totals = FoldSpec { dims: &[], ..spec };
+    let t = Instant::now();
+    let visits = sessions(&sorted, &zone);
+    let _ = fold(&visits, &spec_totals, |s| Some(zone.local_date(s.start)));
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "pure fold, totals only: {:.3} s, {:.2} M events/s",
+        secs,
+        n as f64 / secs / 1e6
+    );
+    assert!(out.contains_key(&day));
+
+    let h = Harness::start().await;
+    h.store.create_site(&site).await.unwrap();
+    let seeded: Vec<_> = traffic(&site, start, 1, 200_000, 11);
+    let t = Instant::now();
+    store_events(&h.store, &site, &seeded).await;
+    println!("stored {n} events in {:.1} s", t.elapsed().as_secs_f64());
+    h.counter.reset();
+    let t = Instant::now();
+    let config = JobConfig {
+        days: Some(tally_core::range::DateRange { from: day, to: day }),
+        ..JobConfig::default()
+    };
+    let report = roll_site(&h.store, &site, start + 3 * DAY_MS, &config)
+        .await
+        .unwrap();
+    println!(
+        "rolled up the day from the store: {:.1} s ({} requests, {:.0} read units), days {:?}",
+        t.elapsed().as_secs_f64(),
+        h.counter.total(),
+        h.counter.read_units(),
+        report.written
+    );
+}
