@@ -35,7 +35,7 @@ T0 = 1764460800000
 SITE = "example.com"
 SID = "k3j4h5g6f7d8"
 PAGE = "https://example.com/blog/hello?utm_source=newsletter&utm_medium=email"
-API_KEY = "tk_0123456789abcdef0123456789abcdef01234567"
+API_KEY = "tk_0123456789abcdef0123456789abcdef01234567.example.com"
 
 CHROME = (
     "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 "

@@ -143,3 +143,44 @@ async fn every_ingest_fixture_gets_its_answer_from_the_handler() {
     assert_eq!(string(pageview, "us"), Some("newsletter"));
     assert_eq!(string(pageview, "co"), Some("DE"));
 }
+
+#[tokio::test]
+async fn every_query_fixture_gets_its_answer_from_the_handler() {
+    let h = Harness::start().await;
+    h.store
+        .create_site(&Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap())
+        .await
+        .unwrap();
+    // The fixtures carry a documented test key; store its hash as `tally key create` would.
+    let key = "tk_0123456789abcdef0123456789abcdef01234567.example.com";
+    let record = tally_store::sites::ApiKeyRecord {
+        hash: tally_core::auth::hash_key(key),
+        prefix: key[..9].to_owned(),
+        label: "fixtures".into(),
+        created_at: 0,
+        revoked_at: None,
+    };
+    h.store.put_api_key("example.com", &record).await.unwrap();
+    let query = tally_store::ports::DynamoQuery::new(h.store.clone());
+    let clock = ManualClock::at(1_764_460_800_000);
+    let cases = [
+        ("query-stats.json", 200, "results"),
+        ("query-timeseries.json", 200, "results"),
+        ("query-breakdown.json", 200, "results"),
+        ("query-realtime.json", 200, "visitors"),
+        ("query-unauthorized.json", 401, "error"),
+    ];
+    for (name, status, key_field) in cases {
+        let request = lambda_http::request::from_str(&fixture(name)).unwrap();
+        let response = tally_query::handle(&query, &clock, request).await;
+        assert!(response.headers().get("access-control-allow-origin").is_none(), "{name}: the query API has no CORS");
+        let (got, json) = status_and_json(response);
+        assert_eq!(got, status, "{name}: {json}");
+        assert!(json.get(key_field).is_some(), "{name}: {json}");
+    }
+    let request = lambda_http::request::from_str(&fixture("query-dashboard.json")).unwrap();
+    let response = tally_query::handle(&query, &clock, request).await;
+    assert_eq!(response.status(), 200);
+    let body: &[u8] = response.body();
+    assert!(String::from_utf8_lossy(body).contains("<html"));
+}

@@ -198,6 +198,9 @@ async fn route(
     if path == "/demo" || path.starts_with("/demo/") {
         return demo_page();
     }
+    if let Some(page) = dev_asset(&path) {
+        return page;
+    }
     let request = match to_lambda(request, peer).await {
         Ok(r) => r,
         Err(response) => return *response,
@@ -211,6 +214,22 @@ async fn route(
 }
 
 fn no_progress(_site: &str) {}
+
+/// With `TALLY_DEV_ASSETS=crates/query/assets`, the dashboard is read from
+/// disk on every request, so it can be edited without rebuilding.
+fn dev_asset(path: &str) -> Option<AxumResponse> {
+    let dir = std::env::var("TALLY_DEV_ASSETS").ok()?;
+    if path != "/" && path != "/dashboard" {
+        return None;
+    }
+    let html = std::fs::read_to_string(std::path::Path::new(&dir).join("dashboard.html")).ok()?;
+    let mut response = AxumResponse::new(axum::body::Body::from(html));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    Some(response)
+}
 
 fn demo_page() -> AxumResponse {
     let html = DEMO_PAGE.replace("{{SITE}}", DEMO_SITE);
