@@ -148,7 +148,9 @@ async fn every_ingest_fixture_gets_its_answer_from_the_handler() {
 async fn every_query_fixture_gets_its_answer_from_the_handler() {
     let h = Harness::start().await;
     h.store
-        .create_site(&Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap())
+        .create_site(
+            &Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap(),
+        )
         .await
         .unwrap();
     // The fixtures carry a documented test key; store its hash as `tally key create` would.
@@ -173,7 +175,13 @@ async fn every_query_fixture_gets_its_answer_from_the_handler() {
     for (name, status, key_field) in cases {
         let request = lambda_http::request::from_str(&fixture(name)).unwrap();
         let response = tally_query::handle(&query, &clock, request).await;
-        assert!(response.headers().get("access-control-allow-origin").is_none(), "{name}: the query API has no CORS");
+        assert!(
+            response
+                .headers()
+                .get("access-control-allow-origin")
+                .is_none(),
+            "{name}: the query API has no CORS"
+        );
         let (got, json) = status_and_json(response);
         assert_eq!(got, status, "{name}: {json}");
         assert!(json.get(key_field).is_some(), "{name}: {json}");

@@ -407,3 +407,47 @@ async fn the_store_being_down_gives_503_and_the_local_salt_fallback() {
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
+
+#[tokio::test]
+async fn a_client_network_over_its_budget_gets_429_and_nothing_stored() {
+    let mut rig = Rig::new().await;
+    rig.config.client_budget = Some(3);
+    let mut stored = 0;
+    for n in 0..5u32 {
+        // Two addresses of one IPv6 /64 share a budget.
+        let ip = if n % 2 == 0 {
+            "2001:db8:1:2::10"
+        } else {
+            "2001:db8:1:2::20"
+        };
+        let body = pageview("blog", "https://example.com/", "", n, t0() + i64::from(n));
+        let (status, json) = rig.post(&body, ip, CHROME_MAC).await;
+        if n < 3 {
+            assert_eq!(status, 202, "{json}");
+            stored += 1;
+        } else {
+            assert_eq!(
+                (status, json["error"]["code"].as_str()),
+                (429, Some("rate_limited"))
+            );
+        }
+    }
+    // Another network is unaffected.
+    let body = pageview("blog", "https://example.com/", "", 9, t0() + 9);
+    assert_eq!(rig.post(&body, "2001:db8:1:3::1", CHROME_MAC).await.0, 202);
+    assert_eq!(rig.h.event_items().await.len(), stored + 1);
+}
+
+#[tokio::test]
+async fn a_runaway_site_is_capped_by_its_site_budget() {
+    let mut rig = Rig::new().await;
+    rig.config.site_budget = Some(5);
+    for n in 0..8u32 {
+        let body = pageview("blog", "https://example.com/", "", n, t0() + i64::from(n));
+        let (status, _) = rig
+            .post(&body, &format!("198.51.100.{n}"), CHROME_MAC)
+            .await;
+        assert_eq!(status, if n < 5 { 202 } else { 429 });
+    }
+    assert_eq!(rig.h.event_items().await.len(), 5);
+}

@@ -23,6 +23,7 @@ pub mod filter;
 pub mod goal;
 pub mod hex;
 pub mod keys;
+pub mod limit;
 pub mod payload;
 pub mod range;
 pub mod report;

@@ -12,6 +12,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use tally_core::event::{self, Client, Geo};
 use tally_core::keys::valid_site_id;
 use tally_core::payload::{self, Drop, Rejection};
+use tally_core::salt::network_id;
 use tally_store::StoreError;
 use tally_store::clock::Clock;
 use tally_store::events::{PutOutcome, event_ttl};
@@ -127,8 +128,12 @@ async fn accept<S: IngestStore, C: Clock>(
     if let Err(drop) = event::check_site(&hit, &site, &client)? {
         return Ok(Outcome::Dropped(drop));
     }
-    let at = payload::event_time(hit.client_ts, clock.now());
+    let now = clock.now();
+    let at = payload::event_time(hit.client_ts, now);
     let salt = store.salt(site.zone().local_date(at)).await;
+    if !config.within_budget(&site.id, &network_id(&salt, &ip), now) {
+        return Err(Rejection::RateLimited.into());
+    }
     let stored = event::build(&hit, &site, &client, at, &salt);
     let eid = hit.eid.clone().unwrap_or_else(fresh_eid);
     let key = stored.key(&site.id, &eid, site.shards);

@@ -1,11 +1,21 @@
 //! The ingest function's settings (read once at start-up) and its
 //! per-instance counters.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use tally_core::limit::MinuteBudget;
 use tally_core::payload::Limits;
 
+/// Events one client network may send to one site per minute, per instance.
+/// Generous on purpose: an office or a carrier-grade NAT puts many visitors
+/// behind one address.
+pub const DEFAULT_CLIENT_BUDGET: u32 = 1_200;
+/// Events one site may send per minute, per instance: protects the table
+/// from one runaway site (API Gateway's throttle caps the total).
+pub const DEFAULT_SITE_BUDGET: u32 = 60_000;
+
 /// Settings of one ingest instance.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Config {
     /// Payload limits.
     pub limits: Limits,
@@ -15,18 +25,65 @@ pub struct Config {
     pub behind_cloudfront: bool,
     /// What this instance has done since it started.
     pub counters: Counters,
+    /// Per client network and site per minute (`None`: unlimited).
+    pub client_budget: Option<u32>,
+    /// Per site per minute (`None`: unlimited).
+    pub site_budget: Option<u32>,
+    /// This instance's budget windows.
+    pub budgets: Mutex<MinuteBudget>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            behind_cloudfront: false,
+            counters: Counters::default(),
+            client_budget: Some(DEFAULT_CLIENT_BUDGET),
+            site_budget: Some(DEFAULT_SITE_BUDGET),
+            budgets: Mutex::new(MinuteBudget::new()),
+        }
+    }
+}
+
+/// A budget from the environment: unset for the default, `off` or `0` for
+/// none, else a number.
+fn budget(name: &str, default: u32) -> Option<u32> {
+    match std::env::var(name).ok().as_deref().map(str::trim) {
+        None | Some("") => Some(default),
+        Some("off" | "0") => None,
+        Some(n) => Some(n.parse().unwrap_or(default)),
+    }
 }
 
 impl Config {
-    /// Settings from the environment: `TALLY_BEHIND_CLOUDFRONT=1`.
+    /// Settings from the environment: `TALLY_BEHIND_CLOUDFRONT=1`,
+    /// `TALLY_CLIENT_BUDGET` and `TALLY_SITE_BUDGET` (events per minute, or
+    /// `off`).
     pub fn from_env() -> Self {
         Self {
             behind_cloudfront: matches!(
                 std::env::var("TALLY_BEHIND_CLOUDFRONT").as_deref(),
                 Ok("1" | "true" | "yes")
             ),
+            client_budget: budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET),
+            site_budget: budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET),
             ..Self::default()
         }
+    }
+
+    /// Takes one event from the client network's and the site's budgets.
+    pub fn within_budget(&self, site: &str, network: &str, now: tally_core::Millis) -> bool {
+        let Ok(mut budgets) = self.budgets.lock() else {
+            return true;
+        };
+        let client_ok = self
+            .client_budget
+            .is_none_or(|limit| budgets.take(&format!("c|{site}|{network}"), limit, now));
+        client_ok
+            && self
+                .site_budget
+                .is_none_or(|limit| budgets.take(&format!("s|{site}"), limit, now))
     }
 }
 

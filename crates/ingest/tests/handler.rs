@@ -26,14 +26,20 @@ struct Memory {
 
 impl IngestStore for Memory {
     async fn site(&self, id: &str) -> Result<Option<Arc<Site>>, StoreError> {
-        Ok((id == "blog").then(|| Arc::new(Site::new("blog", &["example.com".into()], "UTC", 0).unwrap())))
+        Ok((id == "blog")
+            .then(|| Arc::new(Site::new("blog", &["example.com".into()], "UTC", 0).unwrap())))
     }
 
     async fn salt(&self, day: Date) -> DailySalt {
         daily_salt(&Secret::new(b"test".to_vec()), day)
     }
 
-    async fn put_event(&self, key: &EventKey, _event: &Event, _ttl: Option<i64>) -> Result<PutOutcome, StoreError> {
+    async fn put_event(
+        &self,
+        key: &EventKey,
+        _event: &Event,
+        _ttl: Option<i64>,
+    ) -> Result<PutOutcome, StoreError> {
         let mut events = self.events.lock().unwrap();
         let k = (key.pk(), key.sk());
         if events.contains(&k) {
@@ -49,11 +55,22 @@ fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Re
     for (k, v) in headers {
         b = b.header(*k, *v);
     }
-    b.body(if body.is_empty() { Body::Empty } else { Body::Text(body.to_owned()) }).unwrap()
+    b.body(if body.is_empty() {
+        Body::Empty
+    } else {
+        Body::Text(body.to_owned())
+    })
+    .unwrap()
 }
 
 async fn call(req: Request) -> lambda_http::Response<Body> {
-    handle(&Memory::default(), &ManualClock::at(1_764_460_800_000), &Config::default(), req).await
+    handle(
+        &Memory::default(),
+        &ManualClock::at(1_764_460_800_000),
+        &Config::default(),
+        req,
+    )
+    .await
 }
 
 #[test]
@@ -61,7 +78,10 @@ fn the_tracker_fits_its_two_kilobyte_gzip_budget() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     gz.write_all(SCRIPT.as_bytes()).unwrap();
     let size = gz.finish().unwrap().len();
-    assert!(size <= 2048, "the tracker is {size} bytes gzipped, over the 2 KB budget");
+    assert!(
+        size <= 2048,
+        "the tracker is {size} bytes gzipped, over the 2 KB budget"
+    );
 }
 
 #[tokio::test]
@@ -69,11 +89,25 @@ async fn serves_the_tracker_with_an_etag_and_answers_304() {
     let response = call(request("GET", "/script.js", &[], "")).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["etag"], etag());
-    assert!(response.headers()["cache-control"].to_str().unwrap().contains("max-age=3600"));
-    assert_eq!(response.headers()["content-type"], "application/javascript; charset=utf-8");
+    assert!(
+        response.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("max-age=3600")
+    );
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/javascript; charset=utf-8"
+    );
     let body: &[u8] = response.body();
     assert_eq!(body, SCRIPT.as_bytes());
-    let cached = call(request("GET", "/script.js", &[("if-none-match", etag())], "")).await;
+    let cached = call(request(
+        "GET",
+        "/script.js",
+        &[("if-none-match", etag())],
+        "",
+    ))
+    .await;
     assert_eq!(cached.status(), 304);
     let body: &[u8] = cached.body();
     assert!(body.is_empty());
@@ -81,12 +115,32 @@ async fn serves_the_tracker_with_an_etag_and_answers_304() {
 
 #[tokio::test]
 async fn answers_the_cors_preflight() {
-    let response = call(request("OPTIONS", "/collect", &[("origin", "https://example.com"), ("access-control-request-method", "POST")], "")).await;
+    let response = call(request(
+        "OPTIONS",
+        "/collect",
+        &[
+            ("origin", "https://example.com"),
+            ("access-control-request-method", "POST"),
+        ],
+        "",
+    ))
+    .await;
     assert_eq!(response.status(), 204);
     let h = response.headers();
     assert_eq!(h["access-control-allow-origin"], "*");
-    assert!(h["access-control-allow-methods"].to_str().unwrap().contains("POST"));
-    assert!(h["access-control-allow-headers"].to_str().unwrap().to_lowercase().contains("content-type"));
+    assert!(
+        h["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    assert!(
+        h["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("content-type")
+    );
     assert!(h.get("access-control-allow-credentials").is_none());
 }
 
@@ -109,7 +163,13 @@ async fn health_reports_the_instance_counters() {
     let body = r#"{"s":"blog","u":"https://example.com/","eid":"abcdefghijkl","ts":1764460800000}"#;
     let ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
     for _ in 0..2 {
-        let r = handle(&store, &clock, &config, request("POST", "/collect", &[("user-agent", ua)], body)).await;
+        let r = handle(
+            &store,
+            &clock,
+            &config,
+            request("POST", "/collect", &[("user-agent", ua)], body),
+        )
+        .await;
         assert_eq!(r.status(), 202);
     }
     let r = handle(&store, &clock, &config, request("GET", "/health", &[], "")).await;

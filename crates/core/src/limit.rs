@@ -1,0 +1,62 @@
+//! Per-minute budgets: a fixed one-minute window per key, kept in memory by
+//! each instance. Keys are salted hashes (a client's network, a site id),
+//! never addresses. Time is passed in.
+
+use crate::{MINUTE_MS, Millis};
+use std::collections::HashMap;
+
+/// Counts per key within the current minute.
+#[derive(Debug, Default)]
+pub struct MinuteBudget {
+    minute: i64,
+    counts: HashMap<String, u32>,
+}
+
+impl MinuteBudget {
+    /// An empty budget.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one unit for `key` at `now`; `false` when the key has already
+    /// used `limit` units this minute (the unit is then not taken).
+    pub fn take(&mut self, key: &str, limit: u32, now: Millis) -> bool {
+        let minute = now.div_euclid(MINUTE_MS);
+        if minute != self.minute {
+            self.minute = minute;
+            self.counts.clear();
+        }
+        let count = self.counts.entry(key.to_owned()).or_default();
+        if *count >= limit {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    /// Units `key` has used this minute.
+    pub fn used(&self, key: &str, now: Millis) -> u32 {
+        if now.div_euclid(MINUTE_MS) != self.minute {
+            return 0;
+        }
+        self.counts.get(key).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_over_the_limit_and_resets_each_minute() {
+        let mut b = MinuteBudget::new();
+        let t = 10 * MINUTE_MS;
+        assert!(b.take("a", 2, t));
+        assert!(b.take("a", 2, t + 1));
+        assert!(!b.take("a", 2, t + 2));
+        assert!(b.take("b", 2, t + 3), "keys are independent");
+        assert_eq!(b.used("a", t + 4), 2);
+        assert!(b.take("a", 2, t + MINUTE_MS), "a new minute starts afresh");
+        assert_eq!(b.used("a", t + MINUTE_MS), 1);
+    }
+}
