@@ -544,12 +544,24 @@ impl Subject<'_> {
                     c.rounded(&rctx, row, "bounce_rate", reference::entry_bounce_rate(w));
                 }
                 "event" => {
-                    // The value sum's field is unnamed while `value` is the
-                    // row's name (see above).
                     c.int(&rctx, row, "events", w.events);
+                    c.compared += 1;
+                    if row["total_value"].as_f64() != Some(w.value) {
+                        c.fail(format!(
+                            "{rctx}: total_value: expected {}, got {}",
+                            w.value, row["total_value"]
+                        ));
+                    }
                 }
                 "goal" => {
                     c.int(&rctx, row, "conversions", w.events);
+                    c.compared += 1;
+                    if row["total_value"].as_f64() != Some(w.value) {
+                        c.fail(format!(
+                            "{rctx}: total_value: expected {}, got {}",
+                            w.value, row["total_value"]
+                        ));
+                    }
                     c.int(&rctx, row, "unique_conversions", w.visitors);
                     c.rounded(
                         &rctx,
@@ -583,7 +595,7 @@ impl Subject<'_> {
                 r["visits"].as_u64().unwrap_or(0),
                 r["pageviews"].as_u64().unwrap_or(0),
                 events,
-                r["value"].as_f64().unwrap_or(0.0),
+                r["total_value"].as_f64().unwrap_or(0.0),
             )
         };
         for pair in got.windows(2) {
@@ -1569,15 +1581,10 @@ async fn a_visit_without_page_views_has_no_entry_or_exit_page() {
     }
 }
 
-/// The value sum of an `event` or `goal` row: docs/API.md names both the
-/// row's dimension value and this sum `value`; read the number wherever the
-/// handler put it (`names` maps a row name to its sum when the row is named).
-fn row_sum(row: &Value, names: &BTreeMap<&str, f64>) -> Option<f64> {
-    match &row["value"] {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => names.get(s.as_str()).copied(),
-        _ => None,
-    }
+/// The value sum of an `event` or `goal` row (`total_value`); `names` is
+/// kept for the callers' signature and unused now that rows are named.
+fn row_sum(row: &Value, _names: &BTreeMap<&str, f64>) -> Option<f64> {
+    row["total_value"].as_f64()
 }
 
 #[tokio::test]

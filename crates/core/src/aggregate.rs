@@ -232,8 +232,17 @@ fn add_session<'s>(b: &mut Builder<'s>, visit: usize, s: &Session<'s>, spec: &Fo
                 }
             }
             Level::Goal => {
+                // A page view or custom event that a `page` or `event`
+                // filter leaves uncounted converts nothing either.
+                let counted =
+                    |e: &&&Event| spec.filter.counts_pageview(e) || spec.filter.counts_custom(e);
                 for (name, matcher) in spec.goals {
-                    for e in s.events.iter().filter(|e| matcher.converts(e)) {
+                    for e in s
+                        .events
+                        .iter()
+                        .filter(counted)
+                        .filter(|e| matcher.converts(e))
+                    {
                         let cell = cells.entry(name.as_str()).or_default();
                         cell.visit(visit, s.visitor);
                         cell.m.events += 1;
@@ -284,13 +293,15 @@ fn finish(b: Builder<'_>, spec: &FoldSpec<'_>) -> Aggregate {
     Aggregate { totals, dims }
 }
 
-/// The order of rows in reports: visitors, then visits, page views, events.
+/// The order of rows in reports: visitors, then visits, page views,
+/// events, value.
 pub fn rank(a: &Metrics, b: &Metrics) -> std::cmp::Ordering {
     a.visitors
         .cmp(&b.visitors)
         .then(a.visits.cmp(&b.visits))
         .then(a.pageviews.cmp(&b.pageviews))
         .then(a.events.cmp(&b.events))
+        .then(a.value.total_cmp(&b.value))
 }
 
 #[cfg(test)]

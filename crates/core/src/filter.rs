@@ -196,8 +196,8 @@ impl Filter {
 /// The value of a visit-level dimension for a visit.
 pub fn session_value<'a>(s: &Session<'a>, d: Dimension) -> Option<&'a str> {
     match d {
-        Dimension::EntryPage => Some(s.entry),
-        Dimension::ExitPage => Some(s.exit),
+        Dimension::EntryPage => s.entry,
+        Dimension::ExitPage => s.exit,
         other => other.of_event(s.first),
     }
 }

@@ -131,13 +131,13 @@ pub fn breakdown_row(dim: Dimension, value: &str, m: &Metrics, total: &Metrics) 
         }),
         Level::Custom => json!({
             "events": m.events,
-            "value": m.value,
+            "total_value": m.value,
         }),
         Level::Goal => json!({
             "conversions": m.events,
             "unique_conversions": m.visitors,
             "conversion_rate": percent(m.visitors, total.visitors),
-            "value": m.value,
+            "total_value": m.value,
         }),
     };
     if let (Some(row), Some(extra)) = (row.as_object_mut(), extra.as_object()) {

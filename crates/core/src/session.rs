@@ -44,10 +44,10 @@ pub struct Session<'a> {
     pub pageviews: u32,
     /// Custom events in the visit.
     pub custom_events: u32,
-    /// The first page viewed (the first event's path without page views).
-    pub entry: &'a str,
-    /// The last page viewed.
-    pub exit: &'a str,
+    /// The first page viewed (`None` for a visit without page views).
+    pub entry: Option<&'a str>,
+    /// The last page viewed (`None` for a visit without page views).
+    pub exit: Option<&'a str>,
     /// One page view, no custom event, less than [`ENGAGED_MS`] engaged.
     pub bounce: bool,
     /// Engaged time from engagement beacons when there are any, else the
@@ -142,7 +142,6 @@ fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
     }
     let first = events[0];
     let last = events[events.len() - 1];
-    let entry = entry.unwrap_or(first.path.as_str());
     out.push(Session {
         visitor: visitor_number(&first.vid),
         start: first.ts,
@@ -152,7 +151,7 @@ fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
         pageviews,
         custom_events: custom,
         entry,
-        exit: exit.unwrap_or(entry),
+        exit,
         bounce: pageviews == 1 && custom == 0 && engaged < ENGAGED_MS,
         duration_ms: if beacons > 0 {
             engaged
@@ -212,7 +211,10 @@ pub(crate) mod tests {
         ];
         let s = sessions(&events, &Zone::utc());
         assert_eq!(s.len(), 2);
-        assert_eq!((s[0].pageviews, s[0].entry, s[0].exit), (2, "/", "/x"));
+        assert_eq!(
+            (s[0].pageviews, s[0].entry, s[0].exit),
+            (2, Some("/"), Some("/x"))
+        );
         assert_eq!(s[0].duration_ms, 29 * 60_000);
         assert!(!s[0].bounce);
         assert!(s[1].bounce);

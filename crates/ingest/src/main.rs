@@ -11,7 +11,7 @@ use tally_store::{ClientOptions, Store};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tally_store::env::init_tracing();
-    let secret = tally_store::env::salt_secret()?;
+    let secret = tally_store::env::salt_secret().map_err(|e| Error::from(e.to_string()))?;
     let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
     let ingest = Arc::new(DynamoIngest::new(store, SharedSalt::new(secret)));
     let config = Arc::new(Config::from_env());
