@@ -1,0 +1,551 @@
+#!/usr/bin/env node
+// End-to-end test of Tally in a real browser (Debian's Chromium driven by
+// playwright-core): the tracker on the demo site -> ingest -> the query API
+// -> the dashboard. Plain node + node:assert; exits non-zero on a failure.
+//
+//   node e2e/dashboard.test.mjs
+//
+// Environment:
+//   TALLY_BIN        the tally binary (default: ../target/debug/tally from here)
+//   CHROMIUM_PATH    the browser (default: /usr/bin/chromium)
+//   E2E_SCREENSHOTS  "0" to skip writing docs/screenshots/*.png (default: write)
+//   E2E_HEADED       "1" to watch the browser (needs a display)
+//   TALLY_DEV_ASSETS passed through to `tally dev` (serve dashboard.html from disk)
+
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '..');
+const TALLY_BIN = process.env.TALLY_BIN ? path.resolve(process.env.TALLY_BIN) : path.join(repo, 'target/debug/tally');
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const SCREENSHOTS = process.env.E2E_SCREENSHOTS !== '0';
+const SHOT_DIR = path.join(repo, 'docs/screenshots');
+const TIMEOUT = 30_000;
+const started = Date.now();
+const run = promisify(execFile);
+
+// ---------------------------------------------------------------------------
+// Tiny harness: named checks, a summary line, an exit code.
+// ---------------------------------------------------------------------------
+const results = [];
+const log = (...a) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s]`, ...a);
+async function check(name, fn) {
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    log(`ok   ${name}`);
+  } catch (e) {
+    results.push({ name, ok: false, error: e });
+    log(`FAIL ${name}\n       ${String(e && e.message || e).split('\n').join('\n       ')}`);
+  }
+}
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+/** Retries `fn` (an assertion) until it passes or `timeout` ms pass. */
+async function eventually(fn, timeout = 15_000, every = 150) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    try { return await fn(); } catch (e) {
+      if (Date.now() > end) throw e;
+      await sleep(every);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// `tally dev`
+// ---------------------------------------------------------------------------
+let dev = null, devLog = '';
+const dataDir = mkdtempSync(path.join(tmpdir(), 'tally-e2e-'));
+
+function startTally() {
+  return new Promise((resolve, reject) => {
+    dev = spawn(TALLY_BIN, ['dev', '--memory', '--port', '0', '--dynamodb-port', '0', '--data-dir', dataDir], {
+      cwd: repo, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`tally dev printed no ready line in 60 s:\n${devLog.slice(-2000)}`)), 60_000);
+    dev.on('error', e => { clearTimeout(timer); reject(new Error(`cannot start ${TALLY_BIN}: ${e.message}`)); });
+    dev.on('exit', code => { clearTimeout(timer); reject(new Error(`tally dev exited with ${code}:\n${devLog.slice(-2000)}`)); });
+    dev.stderr.on('data', d => { devLog = (devLog + d).slice(-20_000); });
+    dev.stdout.on('data', d => {
+      out += d;
+      const line = out.split('\n').find(l => l.startsWith('ready: '));
+      if (!line) return;
+      clearTimeout(timer);
+      // ready: http=URL dynamodb=URL table=NAME site=demo key=KEY
+      resolve(Object.fromEntries(line.slice(7).trim().split(/\s+/).map(kv => kv.split(/=(.*)/s).slice(0, 2))));
+    });
+  });
+}
+async function stopTally() {
+  if (!dev || dev.exitCode !== null) return;
+  dev.removeAllListeners('exit');
+  const exited = new Promise(r => dev.once('exit', r));
+  dev.kill('SIGINT');
+  if (await Promise.race([exited.then(() => true), sleep(5000).then(() => false)])) return;
+  dev.kill('SIGKILL');
+  await exited;
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+let ready, http, key;
+async function apiGet(pathAndQuery) {
+  const res = await fetch(`${http}/api/sites/demo/${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
+  const body = await res.json();
+  assert.equal(res.status, 200, `GET ${pathAndQuery} answered ${res.status}: ${JSON.stringify(body)}`);
+  return body;
+}
+async function counters() {
+  const res = await fetch(`${http}/health`);
+  return (await res.json()).counters;
+}
+/** Waits until the ingest counters stop moving (1.5 s without a change). */
+async function settleCounters(atLeast) {
+  let last = null, since = Date.now();
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const c = await counters();
+    const sig = JSON.stringify(c);
+    if (sig !== last) { last = sig; since = Date.now(); }
+    if (c.accepted >= atLeast && Date.now() - since >= 1500) return c;
+    if (Date.now() > end) return c;
+    await sleep(200);
+  }
+}
+const pathOf = u => new URL(u).pathname;
+const countBy = (items, f) => items.reduce((m, x) => m.set(f(x), (m.get(f(x)) || 0) + 1), new Map());
+const sortedEntries = m => [...m.entries()].sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+
+// The dashboard's number formats (kept in step with dashboard.html).
+const fmt = {
+  visitors: n => fmtInt(n), visits: n => fmtInt(n), pageviews: n => fmtInt(n),
+  views_per_visit: n => new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 }).format(n),
+  bounce_rate: n => new Intl.NumberFormat('en-US', { maximumFractionDigits: 1 }).format(n) + '%',
+  visit_duration: n => { const m = Math.floor(n / 60), s = Math.round(n % 60); return m ? (s ? `${m}m ${s}s` : `${m}m`) : `${s}s`; },
+};
+function fmtInt(n) { return new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 }).format(n); }
+
+async function shownTotals(page) {
+  return page.$$eval('[data-testid^="total-"]', cards => Object.fromEntries(cards.map(c =>
+    [c.dataset.testid.slice(6), c.querySelector('.stat-value').textContent.trim()])));
+}
+function expectedTotals(results) {
+  return Object.fromEntries(Object.entries(fmt).map(([k, f]) => [k, f(results[k])]));
+}
+async function shownRows(page, dim) {
+  return page.$$eval(`[data-testid="row"][data-dimension="${dim}"]`, rows => rows.map(r => Object.assign(
+    { value: r.dataset.value ?? null },
+    Object.fromEntries([...r.querySelectorAll('[data-col]')].map(c => [c.dataset.col, c.textContent.trim()])))));
+}
+async function waitIdle(page) {
+  await page.waitForSelector('#app[data-busy="false"]', { timeout: TIMEOUT });
+}
+
+// ---------------------------------------------------------------------------
+// The test
+// ---------------------------------------------------------------------------
+let browser;
+const consoleErrors = [];
+function watchConsole(page, label) {
+  page.on('console', m => { if (m.type() === 'error') consoleErrors.push(`${label}: console error: ${m.text()}`); });
+  page.on('pageerror', e => consoleErrors.push(`${label}: uncaught: ${e.message}`));
+}
+
+async function main() {
+  log(`tally: ${TALLY_BIN}`);
+  ready = await startTally();
+  http = ready.http; key = ready.key;
+  log(`tally dev ready at ${http} (dynamodb ${ready.dynamodb}, table ${ready.table})`);
+
+  // Goals, with the CLI against the embedded DynamoDB.
+  const target = ['--dynamodb-endpoint', ready.dynamodb, '--table', ready.table];
+  await check('tally goal add: an event goal (Signup) and a page goal (Pricing)', async () => {
+    const a = await run(TALLY_BIN, ['goal', 'add', '--site', 'demo', '--event', 'Signup', ...target]);
+    const b = await run(TALLY_BIN, ['goal', 'add', '--site', 'demo', '--page', '/demo/pricing', '--name', 'Pricing', ...target]);
+    assert.match(a.stdout, /goal added/);
+    assert.match(b.stdout, /goal added/);
+  });
+
+  // Headless Chromium announces itself as "HeadlessChrome", which Tally
+  // rightly drops as a bot: present a regular Chrome user agent. It must be
+  // a launch flag (not a context option) so that the beacons Chromium sends
+  // while a page unloads carry it too.
+  const { stdout: version } = await run(CHROMIUM, ['--version']).catch(() => ({ stdout: '' }));
+  const major = (/(\d+)\.\d+\.\d+\.\d+/.exec(version) || [])[1] || '130';
+  const ua = `Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${major}.0.0.0 Safari/537.36`;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: process.env.E2E_HEADED !== '1',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', `--user-agent=${ua}`],
+  });
+  log(`chromium ${browser.version()}`);
+
+  // ---- 1. A visitor browses the demo site --------------------------------
+  const visitor = await browser.newContext({ locale: 'en-US', timezoneId: 'Europe/Berlin', viewport: { width: 1280, height: 800 } });
+  visitor.setDefaultTimeout(TIMEOUT);
+  await visitor.route('https://example.org/**', r => r.abort());   // the outbound link stays on this machine
+  const sent = [];                                                  // /collect payloads Playwright observed
+  visitor.on('request', r => {
+    if (r.method() === 'POST' && new URL(r.url()).pathname === '/collect') {
+      try { sent.push(JSON.parse(r.postData())); } catch { sent.push({ e: 'unparsable', raw: r.postData() }); }
+    }
+  });
+  const seen = (pred, what) => eventually(() => assert.ok(sent.some(pred), `no ${what} sent yet`), TIMEOUT);
+  const pageviewOf = p => e => e.e === 'pageview' && pathOf(e.u) === p;
+
+  const demo = await visitor.newPage();
+  watchConsole(demo, 'demo');
+  await check('the demo site sends page views, SPA views, events and clicks', async () => {
+    await demo.goto(`${http}/demo`);
+    await seen(pageviewOf('/demo'), 'page view of /demo');
+    await demo.click('nav a[href="/demo/about"]');
+    await demo.waitForURL('**/demo/about');
+    await seen(pageviewOf('/demo/about'), 'page view of /demo/about');
+    await demo.click('nav a[href="/demo/pricing"]');
+    await demo.waitForURL('**/demo/pricing');
+    await seen(pageviewOf('/demo/pricing'), 'page view of /demo/pricing');
+    await demo.mouse.wheel(0, 3000);                                  // scroll depth
+    await demo.click('#spa-step-1');
+    await seen(pageviewOf('/demo/app/step-1'), 'SPA page view of step 1');
+    await demo.click('#spa-step-2');
+    await seen(pageviewOf('/demo/app/step-2'), 'SPA page view of step 2');
+    await demo.click('#signup');
+    await seen(e => e.e === 'event' && e.p.name === 'Signup', 'Signup event');
+    await demo.click('#custom-event');
+    await seen(e => e.e === 'event' && e.p.name === 'Clicked CTA', 'Clicked CTA event');
+    const popup = visitor.waitForEvent('page');
+    await demo.click('#outbound');                                     // target=_blank: a new tab, aborted above
+    await (await popup).close();
+    await seen(e => e.e === 'click' && e.p.kind === 'outbound', 'outbound click');
+    await demo.click('#download');                                     // same-origin .pdf: a download click, then a page view
+    await demo.waitForURL('**/demo/files/report.pdf');
+    await seen(e => e.e === 'click' && e.p.kind === 'download', 'download click');
+    await seen(pageviewOf('/demo/files/report.pdf'), 'page view of report.pdf');
+    await demo.goto('about:blank');                                    // pagehide: the last engagement beacon
+  });
+
+  const pageviews = sent.filter(e => e.e === 'pageview');
+  const events = sent.filter(e => e.e === 'event');
+  const clicks = sent.filter(e => e.e === 'click');
+  const engagementsSeen = sent.filter(e => e.e === 'engagement');
+  // Every page view gets exactly one engagement beacon (the last one of each
+  // full page is sent while it unloads, which Playwright does not report).
+  const expectedAccepted = pageviews.length * 2 + events.length + clicks.length;
+  const health = await settleCounters(expectedAccepted);
+  log(`observed ${sent.length} /collect requests: ${pageviews.length} page views, ${events.length} events, ` +
+    `${clicks.length} clicks, ${engagementsSeen.length} engagement beacons (+ unload beacons); ingest counters ${JSON.stringify(health)}`);
+  for (const e of sent) log(`   sent ${e.e.padEnd(10)} ${pathOf(e.u).padEnd(24)} ${e.p && Object.keys(e.p).length ? JSON.stringify(e.p) : ''}`);
+
+  await check('ingest accepted every request (one engagement beacon per page view), none dropped or rejected', async () => {
+    assert.equal(sent.filter(e => e.sid !== sent[0].sid).length, 0, 'one tab, one session id');
+    assert.deepEqual({ dropped: health.dropped, rejected: health.rejected, failed: health.failed, duplicates: health.duplicates },
+      { dropped: 0, rejected: 0, failed: 0, duplicates: 0 });
+    assert.equal(health.accepted, expectedAccepted, `accepted ${health.accepted}, expected ${expectedAccepted}`);
+  });
+
+  // ---- 2. The API counts what was sent ----------------------------------
+  const sentPages = countBy(pageviews, e => pathOf(e.u));
+  const stats = await apiGet('stats?period=today');
+  await check('API stats?period=today: page views == page views sent, 1 visitor, 1 visit, events == events + clicks sent', () => {
+    assert.equal(stats.results.pageviews, pageviews.length);
+    assert.equal(stats.results.visitors, 1);
+    assert.equal(stats.results.visits, 1);
+    assert.equal(stats.results.events, events.length + clicks.length);
+    assert.equal(stats.results.bounce_rate, 0);
+  });
+  const pagesApi = await apiGet('breakdown/pages?period=today');
+  await check('API breakdown/pages: exactly the visited paths with their page view counts', () => {
+    const got = new Map(pagesApi.results.map(r => [r.value, r.pageviews]));
+    assert.deepEqual(sortedEntries(got), sortedEntries(sentPages));
+    assert.ok(pagesApi.results.every(r => r.visitors === 1));
+  });
+  const eventsApi = await apiGet('breakdown/events?period=today');
+  await check('API breakdown/events: Signup (value 10), Clicked CTA, Outbound Link: Click, File Download, once each', () => {
+    const byName = new Map(eventsApi.results.map(r => [r.value, r]));
+    assert.deepEqual([...byName.keys()].sort(), ['Clicked CTA', 'File Download', 'Outbound Link: Click', 'Signup'],
+      `event rows' value (the event name) is ${JSON.stringify(eventsApi.results.map(r => r.value))}`);
+    for (const r of eventsApi.results) assert.equal(r.events, 1, `${r.value}: events`);
+  });
+  const goalsApi = await apiGet('breakdown/goals?period=today');
+  await check('API breakdown/goals: Signup and Pricing converted once each (1 unique, 100%)', () => {
+    const byName = new Map(goalsApi.results.map(r => [r.value, r]));
+    assert.deepEqual([...byName.keys()].sort(), ['Pricing', 'Signup'],
+      `goal rows' value (the goal name) is ${JSON.stringify(goalsApi.results.map(r => r.value))}`);
+    for (const r of goalsApi.results) {
+      assert.equal(r.conversions, 1, `${r.value}: conversions`);
+      assert.equal(r.unique_conversions, 1, `${r.value}: unique conversions`);
+      assert.equal(r.conversion_rate, 100, `${r.value}: conversion rate`);
+    }
+  });
+  await check('API entry and exit pages, channel and country of the visit', async () => {
+    const entry = await apiGet('breakdown/entry_page?period=today');
+    const exit = await apiGet('breakdown/exit_page?period=today');
+    const channel = await apiGet('breakdown/channel?period=today');
+    const country = await apiGet('breakdown/country?period=today');
+    assert.deepEqual(entry.results.map(r => r.value), ['/demo']);
+    assert.deepEqual(exit.results.map(r => r.value), ['/demo/files/report.pdf']);
+    assert.deepEqual(channel.results.map(r => r.value), ['Direct']);
+    assert.deepEqual(country.results.map(r => [r.value, r.name]), [['DE', 'Germany']]);
+  });
+
+  // ---- 3. More visitors, straight to /collect ---------------------------
+  // A richer data set for the filter check and the screenshots: six other
+  // visitors (other user agents, so other visitor ids), with referrers, UTM
+  // tags, time zones (countries) and engagement.
+  const seeded = await seedVisitors();
+  const after = await settleCounters(expectedAccepted + seeded.requests);
+  await check(`seeded ${seeded.visitors} more visitors: API totals add up`, async () => {
+    assert.equal(after.accepted, expectedAccepted + seeded.requests, JSON.stringify(after));
+    const s = await apiGet('stats?period=today');
+    assert.equal(s.results.visitors, 1 + seeded.visitors);
+    assert.equal(s.results.pageviews, pageviews.length + seeded.pageviews);
+  });
+
+  // ---- 4. The dashboard shows what the API says -------------------------
+  const dashCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1440, height: 900 } });
+  dashCtx.setDefaultTimeout(TIMEOUT);
+  const dash = await dashCtx.newPage();
+  watchConsole(dash, 'dashboard');
+  const apiRequests = [];
+  dash.on('request', r => { if (r.url().includes('/api/')) apiRequests.push(r); });
+
+  await check('dashboard: first visit asks for the key; the key opens the dashboard', async () => {
+    await dash.goto(`${http}/`);
+    await dash.waitForSelector('[data-testid="key-input"]', { state: 'visible' });
+    await dash.fill('[data-testid="key-input"]', key);
+    await dash.click('[data-testid="key-submit"]');
+    await dash.waitForSelector('#app:not([hidden])');
+    await waitIdle(dash);
+    assert.equal(await dash.textContent('#site-name'), 'demo');
+  });
+  await check('dashboard: every API call carries the bearer key', () => {
+    assert.ok(apiRequests.length > 5, `${apiRequests.length} API requests`);
+    for (const r of apiRequests) assert.equal(r.headers().authorization, `Bearer ${key}`, r.url());
+  });
+  await check('dashboard: "Today" puts period=today in the URL', async () => {
+    await dash.selectOption('#period', 'today');
+    await dash.waitForURL(/[?&]period=today\b/);
+    await waitIdle(dash);
+  });
+
+  const api = {
+    stats: await apiGet('stats?period=today'),
+    pages: await apiGet('breakdown/pages?period=today&limit=10'),
+    events: await apiGet('breakdown/events?period=today&limit=10'),
+    goals: await apiGet('breakdown/goals?period=today&limit=10'),
+    realtime: await apiGet('realtime'),
+  };
+  await check('dashboard totals == API stats (visitors, visits, page views, views/visit, bounce rate, duration)', () =>
+    eventually(async () => assert.deepEqual(await shownTotals(dash), expectedTotals(api.stats.results))));
+  await check('dashboard live badge == API realtime visitors', () =>
+    eventually(async () => assert.match(await dash.textContent('[data-testid="realtime"]'),
+      new RegExp(`^\\s*${api.realtime.visitors} current visitors?\\s*$`))));
+  await check('dashboard pages panel == API breakdown/pages (paths, visitors, views, order)', () =>
+    eventually(async () => assert.deepEqual(await shownRows(dash, 'page'),
+      api.pages.results.map(r => ({ value: r.value, visitors: fmtInt(r.visitors), pageviews: fmtInt(r.pageviews) })))));
+  await check('dashboard custom events panel has the Signup and Clicked CTA rows with the API counts', () =>
+    eventually(async () => {
+      const rows = await shownRows(dash, 'event');
+      for (const name of ['Signup', 'Clicked CTA']) {
+        const want = api.events.results.find(r => r.value === name);
+        assert.ok(want, `API has no ${name} row`);
+        const row = rows.find(r => r.value === name);
+        assert.ok(row, `no ${name} row shown (rows: ${JSON.stringify(rows)})`);
+        assert.deepEqual({ visitors: row.visitors, events: row.events }, { visitors: fmtInt(want.visitors), events: fmtInt(want.events) });
+      }
+    }));
+  await check('dashboard goals panel has the Signup and Pricing rows with the API conversions', () =>
+    eventually(async () => {
+      const rows = await shownRows(dash, 'goal');
+      for (const name of ['Signup', 'Pricing']) {
+        const want = api.goals.results.find(r => r.value === name);
+        assert.ok(want, `API has no ${name} row`);
+        assert.deepEqual(rows.find(r => r.value === name), {
+          value: name, unique_conversions: fmtInt(want.unique_conversions), conversions: fmtInt(want.conversions),
+          conversion_rate: fmt.bounce_rate(want.conversion_rate),
+        });
+      }
+    }));
+  await check('dashboard tabs: Entry pages and Countries load their breakdowns', async () => {
+    const entry = await apiGet('breakdown/entry_page?period=today&limit=10');
+    await dash.click('[data-testid="tab-entry_page"]');
+    await eventually(async () => assert.deepEqual((await shownRows(dash, 'entry_page')).map(r => [r.value, r.visitors]),
+      entry.results.map(r => [r.value, fmtInt(r.visitors)])));
+    await dash.click('[data-testid="tab-page"]');
+    await dash.waitForSelector('[data-testid="row"][data-dimension="page"]');
+    const countries = await apiGet('breakdown/country?period=today&limit=10');
+    await dash.click('[data-testid="tab-country"]');
+    await eventually(async () => {
+      assert.deepEqual((await shownRows(dash, 'country')).map(r => r.value), countries.results.map(r => r.value));
+      const label = await dash.textContent('[data-testid="row"][data-dimension="country"][data-value="DE"] .label-text');
+      assert.equal(label, 'Germany');
+    });
+  });
+
+  // Screenshots of the unfiltered view.
+  if (SCREENSHOTS) {
+    await check('screenshots: desktop 1440x900 and phone 390x844, full page', async () => {
+      try { mkdirSync(SHOT_DIR, { recursive: true }); } catch { /* read-only: skipped below */ }
+      const shot = async (file, viewport) => {
+        await dash.setViewportSize(viewport);
+        await dash.waitForTimeout(300);                               // the chart redraws on resize (one frame)
+        await waitIdle(dash);
+        try { await dash.screenshot({ path: path.join(SHOT_DIR, file), fullPage: true }); log(`   wrote docs/screenshots/${file}`); }
+        catch (e) { log(`   could not write docs/screenshots/${file}: ${e.message} (skipped)`); }
+      };
+      await dash.mouse.move(0, 0);
+      await shot('dashboard-desktop.png', { width: 1440, height: 900 });
+      await shot('dashboard-phone.png', { width: 390, height: 844 });
+      await dash.setViewportSize({ width: 1440, height: 900 });
+    });
+  }
+
+  // ---- 5. Filters -------------------------------------------------------
+  const filtered = await apiGet(`stats?period=today&filters=${encodeURIComponent('page==/demo/pricing')}`);
+  const checkFiltered = async () => {
+    await dash.waitForSelector('[data-testid="filter-chip"]');
+    const chips = await dash.$$eval('[data-testid="filter-chip"]', cs => cs.map(c => c.textContent.replace('\u2715', '').trim()));
+    assert.deepEqual(chips, ['Page is /demo/pricing']);
+    const q = new URL(dash.url()).searchParams;
+    assert.equal(q.get('filters'), 'page==/demo/pricing');
+    assert.equal(q.get('period'), 'today');
+    await eventually(async () => assert.deepEqual(await shownTotals(dash), expectedTotals(filtered.results)));
+  };
+  await check('clicking the /demo/pricing row adds the filter chip, the URL filter and the filtered totals', async () => {
+    assert.notDeepEqual(expectedTotals(filtered.results), expectedTotals(api.stats.results), 'the filter must change the totals');
+    await dash.click('[data-testid="row"][data-dimension="page"][data-value="/demo/pricing"]');
+    await checkFiltered();
+    await waitIdle(dash);
+    assert.deepEqual((await shownRows(dash, 'page')).map(r => r.value), ['/demo/pricing']);
+  });
+  await check('after a reload the filter chip, the URL filter and the filtered totals are still there', async () => {
+    await dash.reload();
+    await waitIdle(dash);
+    await checkFiltered();
+  });
+  await check('a second filter (Country is US) combines with the first; removing a chip drops it', async () => {
+    const both = await apiGet(`stats?period=today&filters=${encodeURIComponent('page==/demo/pricing;country==US')}`);
+    await dash.click('[data-testid="tab-country"]');
+    await dash.click('[data-testid="row"][data-dimension="country"][data-value="US"]');
+    await dash.waitForFunction(() => document.querySelectorAll('[data-testid="filter-chip"]').length === 2);
+    assert.equal(new URL(dash.url()).searchParams.get('filters'), 'page==/demo/pricing;country==US');
+    await eventually(async () => assert.deepEqual(await shownTotals(dash), expectedTotals(both.results)));
+    await dash.click('[data-testid="filter-chip"][data-dimension="country"] button');
+    await dash.waitForFunction(() => document.querySelectorAll('[data-testid="filter-chip"]').length === 1);
+    await checkFiltered();
+  });
+
+  // ---- 6. Error states (a separate page: these provoke failed requests) ---
+  const errCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  errCtx.setDefaultTimeout(TIMEOUT);
+  const errPage = await errCtx.newPage();
+  errPage.on('pageerror', e => consoleErrors.push(`error-states: uncaught: ${e.message}`));
+  await check('a wrong key shows the key form again with the API message', async () => {
+    await errPage.goto(`${http}/`);
+    await errPage.fill('[data-testid="key-input"]', `tk_${'0'.repeat(40)}.demo`);
+    await errPage.click('[data-testid="key-submit"]');
+    await eventually(async () => assert.match(await errPage.textContent('#key-error'), /invalid or revoked API key/));
+    assert.ok(await errPage.isVisible('[data-testid="key-input"]'));
+  });
+  await check('the network down shows "Can\'t reach Tally" with a retry that recovers', async () => {
+    await errPage.fill('[data-testid="key-input"]', key);
+    await errPage.click('[data-testid="key-submit"]');
+    await waitIdle(errPage);
+    await errPage.route('**/api/**', r => r.abort('internetdisconnected'));
+    await errPage.selectOption('#period', '7d');
+    await errPage.waitForSelector('[data-testid="banner-network"]');
+    assert.match(await errPage.textContent('[data-testid="banner-network"]'), /Can.t reach Tally/);
+    await errPage.unroute('**/api/**');
+    await errPage.click('[data-testid="retry"]');
+    await waitIdle(errPage);
+    await errPage.waitForSelector('[data-testid="banner-network"]', { state: 'detached' });
+  });
+  await check('an API error shows its message (custom range with from after to)', async () => {
+    await errPage.goto(`${http}/?from=2026-02-10&to=2026-02-01`);
+    await errPage.waitForSelector('[data-testid="banner-error"]');
+    assert.match(await errPage.textContent('[data-testid="banner-error"]'), /must not be after/);
+  });
+
+  await check('no console errors or uncaught exceptions on the demo pages and the dashboard', () => {
+    assert.deepEqual(consoleErrors, []);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Seed: other visitors posted straight to /collect (as the tracker would).
+// ---------------------------------------------------------------------------
+async function seedVisitors() {
+  const UA = {
+    firefoxWin: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0',
+    iphone: 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
+    android: 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36',
+    safariMac: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15',
+    edge: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0',
+    chromeMac: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+  };
+  const visitors = [
+    { ua: UA.firefoxWin, tz: 'America/New_York', ref: 'https://www.google.com/', pages: ['/demo', '/demo/pricing'], events: [['Signup', 10]], secs: 95 },
+    { ua: UA.iphone, tz: 'Europe/London', ref: 'https://news.ycombinator.com/', pages: ['/demo/about'], secs: 4, sw: 390, sh: 844 },
+    { ua: UA.android, tz: 'Asia/Tokyo', ref: '', pages: ['/demo?utm_source=newsletter&utm_medium=email&utm_campaign=launch', '/demo/app/step-1'], secs: 41, sw: 412, sh: 915 },
+    { ua: UA.safariMac, tz: 'Europe/Paris', ref: 'https://t.co/', pages: ['/demo/pricing'], events: [['Clicked CTA']], secs: 23 },
+    { ua: UA.edge, tz: 'Europe/Berlin', ref: '', pages: ['/demo'], secs: 2 },
+    { ua: UA.chromeMac, tz: 'America/Los_Angeles', ref: 'https://github.com/', pages: ['/demo/about', '/demo'], secs: 130 },
+  ];
+  const rnd = () => Math.random().toString(36).slice(2, 14).padEnd(12, '0');
+  let requests = 0, pageviews = 0;
+  for (const v of visitors) {
+    const sid = rnd();
+    let ref = v.ref;
+    const post = async (e, u, p) => {
+      const ts = Date.now();
+      const body = { s: 'demo', sid, e, p, u, r: ref, t: 'Tally demo', sw: v.sw || 1440, sh: v.sh || 900, tz: v.tz, eid: rnd() + ts.toString(36), ts };
+      const res = await fetch(`${http}/collect`, { method: 'POST', headers: { 'content-type': 'text/plain', 'user-agent': v.ua }, body: JSON.stringify(body) });
+      const json = await res.json();
+      assert.equal(json.status, 'accepted', `seed ${e} ${u}: ${JSON.stringify(json)}`);
+      requests++;
+    };
+    for (const [i, p] of v.pages.entries()) {
+      const u = `${http.replace('127.0.0.1', 'localhost')}${p}`;
+      await post('pageview', u, {});
+      pageviews++;
+      if (i === v.pages.length - 1) for (const [name, value] of v.events || []) await post('event', u, value == null ? { name } : { name, value });
+      await post('engagement', u, { timeOnPage: Math.round(v.secs / v.pages.length), scrollDepth: 60 + 10 * i });
+      ref = u;
+    }
+  }
+  log(`seeded ${visitors.length} visitors: ${pageviews} page views, ${requests} requests`);
+  return { visitors: visitors.length, pageviews, requests };
+}
+
+// ---------------------------------------------------------------------------
+let fatal = null;
+try {
+  await main();
+} catch (e) {
+  fatal = e;
+  results.push({ name: 'test run', ok: false, error: e });
+  log(`FAIL test run aborted: ${e && e.stack || e}`);
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  await stopTally();
+  rmSync(dataDir, { recursive: true, force: true });
+}
+const failed = results.filter(r => !r.ok);
+if (failed.length) {
+  console.log('\nFailures:');
+  for (const f of failed) console.log(`  - ${f.name}: ${String(f.error && f.error.message || f.error).split('\n')[0]}`);
+  if (devLog && fatal) console.log(`\ntally dev's last log lines:\n${devLog.slice(-3000)}`);
+}
+console.log(`\nran in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+console.log(`e2e: ${results.length - failed.length} passed, ${failed.length} failed`);
+process.exitCode = failed.length ? 1 : 0;

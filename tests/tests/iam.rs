@@ -1,0 +1,162 @@
+//! The IAM actions `template.yaml` grants each function are exactly the
+//! DynamoDB operations its code sends: each handler is run through its
+//! scenarios with a request counter and the observed operations are compared
+//! with the policy. No wildcard action anywhere.
+
+#![allow(clippy::unwrap_used)]
+
+use lambda_http::Body;
+use serde_norway::Value;
+use std::collections::BTreeSet;
+use tally_core::site::Site;
+use tally_core::zone::utc_midnight;
+use tally_core::{DAY_MS, HOUR_MS};
+use tally_store::clock::ManualClock;
+use tally_store::ports::{DynamoIngest, DynamoQuery};
+use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::sites::ApiKeyRecord;
+use tally_tests::seed::{store_events, traffic};
+use tally_tests::{Harness, collect_request};
+use time::macros::date;
+
+fn granted(function: &str) -> BTreeSet<String> {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let template: Value = serde_norway::from_str(&text).unwrap();
+    let mut actions = BTreeSet::new();
+    for policy in template["Resources"][function]["Properties"]["Policies"]
+        .as_sequence()
+        .unwrap()
+    {
+        for statement in policy["Statement"].as_sequence().unwrap() {
+            assert_eq!(statement["Effect"], "Allow");
+            let list: Vec<String> = match &statement["Action"] {
+                Value::String(a) => vec![a.clone()],
+                Value::Sequence(seq) => {
+                    seq.iter().map(|a| a.as_str().unwrap().to_owned()).collect()
+                }
+                other => panic!("unexpected Action {other:?}"),
+            };
+            for action in list {
+                assert!(
+                    !action.contains('*'),
+                    "{function}: wildcard action {action}"
+                );
+                actions.insert(action);
+            }
+        }
+    }
+    actions
+}
+
+fn observed(ops: std::collections::BTreeMap<String, u64>) -> BTreeSet<String> {
+    ops.keys().map(|op| format!("dynamodb:{op}")).collect()
+}
+
+#[test]
+fn no_function_is_granted_a_wildcard() {
+    for f in ["IngestFunction", "QueryFunction", "RollupFunction"] {
+        assert!(!granted(f).is_empty(), "{f} has a DynamoDB policy");
+    }
+}
+
+#[tokio::test]
+async fn each_function_is_granted_exactly_what_its_code_calls() {
+    let h = Harness::start().await;
+    let mut site = Site::new("iam", &["example.com".into()], "UTC", 0).unwrap();
+    site.retention_days = 60;
+    h.store.create_site(&site).await.unwrap();
+    let key = tally_core::auth::key_from_bytes("iam", &[4u8; 20]);
+    let record = ApiKeyRecord {
+        hash: tally_core::auth::hash_key(&key),
+        prefix: key[..9].into(),
+        label: String::new(),
+        created_at: 0,
+        revoked_at: None,
+    };
+    h.store.put_api_key("iam", &record).await.unwrap();
+    let goal = tally_core::goal::Goal::new(
+        "g",
+        "G",
+        tally_core::goal::GoalRule::Event {
+            name: "Signup".into(),
+        },
+        0,
+    )
+    .unwrap();
+    h.store.put_goal("iam", &goal).await.unwrap();
+    let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
+    store_events(
+        &h.store,
+        &site,
+        &traffic(&site, now - 10 * DAY_MS, 10, 5, 1),
+    )
+    .await;
+
+    // Ingest: a cold instance (site and salt reads, the salt write) and a
+    // warm one, accepted and duplicate events.
+    let (store, counter) = h.second_store().await;
+    let ingest = DynamoIngest::new(store, SharedSalt::new(random_secret()));
+    let config = tally_ingest::Config::default();
+    let clock = ManualClock::at(now);
+    let ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    let body =
+        format!(r#"{{"s":"iam","u":"https://example.com/","eid":"iamevent0001","ts":{now}}}"#);
+    for _ in 0..2 {
+        tally_ingest::handle(
+            &ingest,
+            &clock,
+            &config,
+            collect_request(&body, "203.0.113.5", ua),
+        )
+        .await;
+    }
+    for fixture in [
+        "ingest-script.json",
+        "ingest-preflight.json",
+        "ingest-health.json",
+    ] {
+        let text = std::fs::read_to_string(format!(
+            "{}/../infra/events/{fixture}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        tally_ingest::handle(
+            &ingest,
+            &clock,
+            &config,
+            lambda_http::request::from_str(&text).unwrap(),
+        )
+        .await;
+    }
+    assert_eq!(observed(counter.by_operation()), granted("IngestFunction"));
+
+    // Rollup: the scheduled job over every site.
+    let (store, counter) = h.second_store().await;
+    let report = tally_rollup::run(&store, now, &tally_rollup::JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
+    assert!(report.days_written > 0);
+    assert_eq!(observed(counter.by_operation()), granted("RollupFunction"));
+
+    // Query: every endpoint, from rollups and from raw events, goals included.
+    let (store, counter) = h.second_store().await;
+    let query = DynamoQuery::new(store);
+    for path in [
+        "stats?period=30d&compare=previous",
+        "timeseries?period=7d",
+        "timeseries?period=today",
+        "breakdown/goals?period=30d",
+        "breakdown/pages?period=7d&filters=country==DE",
+        "realtime",
+    ] {
+        let request = http::Request::builder()
+            .uri(format!("/api/sites/iam/{path}"))
+            .header("authorization", format!("Bearer {key}"))
+            .body(Body::Empty)
+            .unwrap();
+        let response = tally_query::handle(&query, &clock, request).await;
+        assert_eq!(response.status(), 200, "{path}");
+    }
+    assert_eq!(observed(counter.by_operation()), granted("QueryFunction"));
+}
