@@ -57,6 +57,7 @@ struct App {
     ingest: DynamoIngest,
     ingest_config: IngestConfig,
     query: DynamoQuery,
+    query_config: tally_query::Config,
 }
 
 /// Runs the stack until Ctrl-C.
@@ -104,6 +105,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
         ingest_config: IngestConfig::from_env(),
         query: DynamoQuery::new(store.clone()),
+        query_config: tally_query::Config::default(),
     });
     let router = axum::Router::new().fallback(route).with_state(app);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
@@ -206,7 +208,7 @@ async fn route(
         Err(response) => return *response,
     };
     let response = if path == "/" || path == "/dashboard" || path.starts_with("/api/") {
-        tally_query::handle(&app.query, &SystemClock, request).await
+        tally_query::handle_with(&app.query, &SystemClock, &app.query_config, request).await
     } else {
         tally_ingest::handle(&app.ingest, &SystemClock, &app.ingest_config, request).await
     };

@@ -7,8 +7,7 @@
 
 use crate::config::{Config, Counters};
 use crate::http_util::{error, json};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use tally_core::event::{self, Client, Geo};
 use tally_core::keys::valid_site_id;
 use tally_core::payload::{self, Drop, Rejection};
@@ -107,7 +106,7 @@ async fn accept<S: IngestStore, C: Clock>(
     };
     let headers = request.headers();
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let ip = client_ip(request, config.behind_cloudfront);
+    let ip = tally_store::request::client_ip(request, config.behind_cloudfront);
     let client = Client {
         ip: &ip,
         user_agent: header("user-agent").unwrap_or_default(),
@@ -142,31 +141,6 @@ async fn accept<S: IngestStore, C: Clock>(
         PutOutcome::Stored => Outcome::Stored,
         PutOutcome::Duplicate => Outcome::Duplicate,
     })
-}
-
-/// The client address: CloudFront's viewer address when trusted, else the
-/// API Gateway source IP, else the first `X-Forwarded-For` entry (local runs).
-pub fn client_ip(request: &Request, behind_cloudfront: bool) -> String {
-    let headers = request.headers();
-    let viewer = headers
-        .get("cloudfront-viewer-address")
-        .and_then(|v| v.to_str().ok())
-        .filter(|_| behind_cloudfront);
-    // "ip:port", with an IPv6 address itself full of colons.
-    if let Some((ip, _port)) = viewer.and_then(|addr| addr.rsplit_once(':')) {
-        return ip.trim_matches(|c| c == '[' || c == ']').to_owned();
-    }
-    if let Some(RequestContext::ApiGatewayV2(ctx)) = request.request_context_ref()
-        && let Some(ip) = ctx.http.source_ip.as_deref().filter(|ip| !ip.is_empty())
-    {
-        return ip.to_owned();
-    }
-    headers
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(',').next())
-        .map(|ip| ip.trim().to_owned())
-        .unwrap_or_default()
 }
 
 /// A random event id for a payload that carried none (no dedupe possible).

@@ -84,9 +84,27 @@ async fn route<S: QueryStore, C: Clock>(
             &json!({"status": "ok", "service": "query"}),
         )),
         ("GET", ["api", "sites", site, rest @ ..]) => {
-            let site = authorize(store, site, request).await?;
-            let q = params::query_map(request.uri().query());
             let now = clock.now();
+            let ip = tally_store::request::client_ip(request, false);
+            if !config
+                .guard
+                .allows(&ip, config.auth_failures_per_minute, now)
+            {
+                return Err(ApiError {
+                    status: 429,
+                    code: "too_many_attempts",
+                    message: "too many failed key checks from this network, retry in a minute"
+                        .into(),
+                });
+            }
+            let site = match authorize(store, site, request).await {
+                Err(e) if e.status == 401 || e.status == 403 => {
+                    config.guard.failed(&ip, now);
+                    return Err(e);
+                }
+                other => other?,
+            };
+            let q = params::query_map(request.uri().query());
             match rest {
                 ["stats"] => stats_endpoint(store, &context(&site, &q, now, config)?).await,
                 ["timeseries"] => {

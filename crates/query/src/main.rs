@@ -2,7 +2,7 @@
 
 use lambda_http::{Error, Request, run, service_fn};
 use std::sync::Arc;
-use tally_query::handle;
+use tally_query::{Config, handle_with};
 use tally_store::clock::SystemClock;
 use tally_store::ports::DynamoQuery;
 use tally_store::{ClientOptions, Store};
@@ -12,9 +12,10 @@ async fn main() -> Result<(), Error> {
     tally_store::env::init_tracing();
     let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
     let query = Arc::new(DynamoQuery::new(store));
+    let config = Arc::new(Config::default());
     run(service_fn(move |request: Request| {
-        let query = query.clone();
-        async move { Ok::<_, Error>(handle(&*query, &SystemClock, request).await) }
+        let (query, config) = (query.clone(), config.clone());
+        async move { Ok::<_, Error>(handle_with(&*query, &SystemClock, &config, request).await) }
     }))
     .await
 }
