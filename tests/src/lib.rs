@@ -7,6 +7,7 @@
 pub mod generator;
 pub mod reference;
 
+pub mod faults;
 pub mod runtime_api;
 pub mod seed;
 
