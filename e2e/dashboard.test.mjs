@@ -27,7 +27,7 @@ const TALLY_BIN = process.env.TALLY_BIN ? path.resolve(process.env.TALLY_BIN) : 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SCREENSHOTS = process.env.E2E_SCREENSHOTS !== '0';
 const SHOT_DIR = path.join(repo, 'docs/screenshots');
-const TIMEOUT = 30_000;
+const TIMEOUT = 20_000;
 const started = Date.now();
 const run = promisify(execFile);
 
@@ -36,7 +36,10 @@ const run = promisify(execFile);
 // ---------------------------------------------------------------------------
 const results = [];
 const log = (...a) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s]`, ...a);
-async function check(name, fn) {
+class Abort extends Error {}
+/** Runs one named check; a failed `required` check ends the run (what
+ *  follows depends on it). */
+async function check(name, fn, { required = false } = {}) {
   try {
     await fn();
     results.push({ name, ok: true });
@@ -44,6 +47,7 @@ async function check(name, fn) {
   } catch (e) {
     results.push({ name, ok: false, error: e });
     log(`FAIL ${name}\n       ${String(e && e.message || e).split('\n').join('\n       ')}`);
+    if (required) throw new Abort(`stopped: "${name}" failed and the rest depends on it`);
   }
 }
 const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -232,7 +236,7 @@ async function main() {
     await seen(e => e.e === 'click' && e.p.kind === 'download', 'download click');
     await seen(pageviewOf('/demo/files/report.pdf'), 'page view of report.pdf');
     await demo.goto('about:blank');                                    // pagehide: the last engagement beacon
-  });
+  }, { required: true });
 
   const pageviews = sent.filter(e => e.e === 'pageview');
   const events = sent.filter(e => e.e === 'event');
@@ -327,7 +331,7 @@ async function main() {
     await dash.waitForSelector('#app:not([hidden])');
     await waitIdle(dash);
     assert.equal(await dash.textContent('#site-name'), 'demo');
-  });
+  }, { required: true });
   await check('dashboard: every API call carries the bearer key', () => {
     assert.ok(apiRequests.length > 5, `${apiRequests.length} API requests`);
     for (const r of apiRequests) assert.equal(r.headers().authorization, `Bearer ${key}`, r.url());
@@ -533,8 +537,11 @@ try {
   await main();
 } catch (e) {
   fatal = e;
-  results.push({ name: 'test run', ok: false, error: e });
-  log(`FAIL test run aborted: ${e && e.stack || e}`);
+  if (e instanceof Abort) log(e.message);
+  else {
+    results.push({ name: 'test run', ok: false, error: e });
+    log(`FAIL test run aborted: ${e && e.stack || e}`);
+  }
 } finally {
   if (browser) await browser.close().catch(() => {});
   await stopTally();

@@ -148,13 +148,21 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         }
     });
 
-    #[allow(clippy::print_stdout)]
+    // Written with `writeln!`, not `println!`: a script that reads the ready
+    // line and closes the pipe must not kill the server.
     {
-        println!(
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
             "ready: http=http://{http} dynamodb={endpoint} table={} site={DEMO_SITE} key={key}",
             args.table
         );
-        println!("demo page: http://{http}/demo   dashboard: http://{http}/");
+        let _ = writeln!(
+            out,
+            "demo page: http://{http}/demo   dashboard: http://{http}/"
+        );
+        let _ = out.flush();
     }
     tokio::signal::ctrl_c().await.ok();
     let _ = shutdown_tx.send(true);
