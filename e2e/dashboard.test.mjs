@@ -455,7 +455,7 @@ async function main() {
   const errPage = await errCtx.newPage();
   errPage.on('pageerror', e => consoleErrors.push(`error-states: uncaught: ${e.message}`));
   await check('a wrong key shows the key form again with the API message', async () => {
-    await errPage.goto(`${http}/`);
+    await errPage.goto(`${http}/?period=today`);
     await errPage.fill('[data-testid="key-input"]', `tk_${'0'.repeat(40)}.demo`);
     await errPage.click('[data-testid="key-submit"]');
     await eventually(async () => assert.match(await errPage.textContent('#key-error'), /invalid or revoked API key/));
@@ -466,7 +466,7 @@ async function main() {
     await errPage.click('[data-testid="key-submit"]');
     await waitIdle(errPage);
     await errPage.route('**/api/**', r => r.abort('internetdisconnected'));
-    await errPage.selectOption('#period', '7d');
+    await errPage.selectOption('#period', 'yesterday');
     await errPage.waitForSelector('[data-testid="banner-network"]');
     assert.match(await errPage.textContent('[data-testid="banner-network"]'), /Can.t reach Tally/);
     await errPage.unroute('**/api/**');

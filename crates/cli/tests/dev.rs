@@ -115,6 +115,7 @@ async fn dev_serves_the_stack_and_keeps_data_across_restarts() {
     // Any DynamoDB client at the printed endpoint sees the page view.
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .http_client(tally_store::client::http_client())
         .endpoint_url(&dev.ready["dynamodb"])
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
@@ -148,6 +149,7 @@ async fn dev_serves_the_stack_and_keeps_data_across_restarts() {
     assert_eq!(dev.ready["key"], key);
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .http_client(tally_store::client::http_client())
         .endpoint_url(&dev.ready["dynamodb"])
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

@@ -116,6 +116,7 @@ async fn concurrent_clients_get_every_event_stored_exactly_once() {
     // The store holds exactly the accepted events, each once.
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .http_client(tally_store::client::http_client())
         .endpoint_url(&ready["dynamodb"])
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

@@ -50,6 +50,15 @@ impl ClientOptions {
     }
 }
 
+/// The one HTTP client: hyper with rustls on ring (HTTPS to AWS, plain HTTP
+/// to a local endpoint).
+pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
+}
+
 /// Builds the SDK client. With an endpoint and no credentials in the
 /// environment, static local credentials are used, so no credential chain
 /// (and no instance-metadata probe) runs on a laptop.
@@ -70,6 +79,7 @@ pub async fn build(options: &ClientOptions) -> Client {
             let has_env_credentials = std::env::var("AWS_ACCESS_KEY_ID").is_ok();
             let mut b = aws_sdk_dynamodb::Config::builder()
                 .behavior_version(BehaviorVersion::latest())
+                .http_client(http_client())
                 .endpoint_url(endpoint)
                 .region(Region::new(
                     options
@@ -78,7 +88,10 @@ pub async fn build(options: &ClientOptions) -> Client {
                         .unwrap_or_else(|| "us-east-1".to_owned()),
                 ));
             if has_env_credentials {
-                let shared = aws_config::defaults(BehaviorVersion::latest()).load().await;
+                let shared = aws_config::defaults(BehaviorVersion::latest())
+                    .http_client(http_client())
+                    .load()
+                    .await;
                 if let Some(provider) = shared.credentials_provider() {
                     b = b.credentials_provider(provider);
                 }
@@ -94,7 +107,8 @@ pub async fn build(options: &ClientOptions) -> Client {
             b
         }
         None => {
-            let mut loader = aws_config::defaults(BehaviorVersion::latest());
+            let mut loader =
+                aws_config::defaults(BehaviorVersion::latest()).http_client(http_client());
             if let Some(region) = &options.region {
                 loader = loader.region(Region::new(region.clone()));
             }
@@ -198,5 +212,25 @@ impl Intercept for CountingInterceptor {
         let operation = target.rsplit('.').next().unwrap_or(target);
         self.0.record(operation);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn builds_an_aws_client_with_the_rustls_ring_http_client() {
+        let client = build(&ClientOptions {
+            region: Some("eu-central-1".into()),
+            ..ClientOptions::default()
+        })
+        .await;
+        let config = client.config();
+        assert_eq!(config.region().map(|r| r.as_ref()), Some("eu-central-1"));
+        assert!(
+            config.http_client().is_some(),
+            "the SDK has an HTTP client (a missing one fails only at run time)"
+        );
     }
 }
