@@ -165,6 +165,13 @@ function watchConsole(page, label) {
 }
 
 async function main() {
+  // The API checks ask for period=today (UTC, the demo site's zone): don't
+  // straddle midnight.
+  const toMidnight = 864e5 - (Date.now() % 864e5);
+  if (toMidnight < 120_000) {
+    log(`waiting ${Math.ceil(toMidnight / 1000)} s for the UTC day to turn`);
+    await sleep(toMidnight + 2000);
+  }
   log(`tally: ${TALLY_BIN}`);
   ready = await startTally();
   http = ready.http; key = ready.key;
