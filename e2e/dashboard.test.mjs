@@ -204,11 +204,14 @@ async function main() {
   // ---- 1. A visitor browses the demo site --------------------------------
   const visitor = await browser.newContext({ locale: 'en-US', timezoneId: 'Europe/Berlin', viewport: { width: 1280, height: 800 } });
   visitor.setDefaultTimeout(TIMEOUT);
-  await visitor.route('https://example.org/**', r => r.abort());   // the outbound link stays on this machine
+  // The outbound link stays on this machine. (Routing also makes Playwright
+  // report the bodies of sendBeacon requests: without any route, their
+  // postData() is null.)
+  await visitor.route('https://example.org/**', r => r.abort());
   const sent = [];                                                  // /collect payloads Playwright observed
   visitor.on('request', r => {
     if (r.method() === 'POST' && new URL(r.url()).pathname === '/collect') {
-      try { sent.push(JSON.parse(r.postData())); } catch { sent.push({ e: 'unparsable', raw: r.postData() }); }
+      try { sent.push(JSON.parse(r.postData()) || { e: 'unparsable', u: r.url() }); } catch { sent.push({ e: 'unparsable', u: r.url() }); }
     }
   });
   const seen = (pred, what) => eventually(() => assert.ok(sent.some(pred), `no ${what} sent yet`), TIMEOUT);
@@ -225,8 +228,12 @@ async function main() {
     await demo.click('nav a[href="/demo/pricing"]');
     await demo.waitForURL('**/demo/pricing');
     await seen(pageviewOf('/demo/pricing'), 'page view of /demo/pricing');
-    await demo.mouse.wheel(0, 3000);                                  // scroll depth
-    await demo.click('#spa-step-1');
+    await demo.mouse.wheel(0, 5000);                                  // scroll depth: to the bottom
+    await demo.waitForFunction(() => scrollY + innerHeight >= document.documentElement.scrollHeight - 2);
+    // A DOM click: Playwright's click would first scroll the button (at the
+    // top) into view, and the tracker samples the scroll position at most
+    // every 250 ms, so the bottom might go unrecorded.
+    await demo.evaluate(() => document.getElementById('spa-step-1').click());
     await seen(pageviewOf('/demo/app/step-1'), 'SPA page view of step 1');
     await demo.click('#spa-step-2');
     await seen(pageviewOf('/demo/app/step-2'), 'SPA page view of step 2');
@@ -257,8 +264,11 @@ async function main() {
     `${clicks.length} clicks, ${engagementsSeen.length} engagement beacons (+ unload beacons); ingest counters ${JSON.stringify(health)}`);
   for (const e of sent) log(`   sent ${e.e.padEnd(10)} ${pathOf(e.u).padEnd(24)} ${e.p && Object.keys(e.p).length ? JSON.stringify(e.p) : ''}`);
 
-  await check('ingest accepted every request (one engagement beacon per page view), none dropped or rejected', async () => {
+  await check('ingest accepted every request (one engagement beacon per page view), none dropped or rejected; scroll depth 100', async () => {
+    assert.deepEqual(sent.filter(e => e.e === 'unparsable'), [], 'every /collect body is one JSON object');
     assert.equal(sent.filter(e => e.sid !== sent[0].sid).length, 0, 'one tab, one session id');
+    const pricing = engagementsSeen.find(e => pathOf(e.u) === '/demo/pricing');
+    assert.equal(pricing && pricing.p.scrollDepth, 100, 'the SPA route change sent /demo/pricing\'s engagement: scrolled to the bottom');
     assert.deepEqual({ dropped: health.dropped, rejected: health.rejected, failed: health.failed, duplicates: health.duplicates },
       { dropped: 0, rejected: 0, failed: 0, duplicates: 0 });
     assert.equal(health.accepted, expectedAccepted, `accepted ${health.accepted}, expected ${expectedAccepted}`);

@@ -355,7 +355,16 @@ impl Subject<'_> {
         let before = displayed(&prev);
         for ((name, n), (_, p)) in now.iter().zip(before.iter()) {
             let cctx = format!("{ctx} change");
-            if *name == "bounce_rate" {
+            if *name == "bounce_rate" && prev.visits == 0 {
+                // No visits before: no bounce rate to compare with.
+                c.compared += 1;
+                if !json["change"][name].is_null() {
+                    c.fail(format!(
+                        "{cctx}: bounce_rate: expected null, got {}",
+                        json["change"][name]
+                    ));
+                }
+            } else if *name == "bounce_rate" {
                 c.rounded(
                     &cctx,
                     &json["change"],

@@ -233,12 +233,7 @@ fn dev_asset(path: &str) -> Option<AxumResponse> {
         return None;
     }
     let html = std::fs::read_to_string(std::path::Path::new(&dir).join("dashboard.html")).ok()?;
-    let mut response = AxumResponse::new(axum::body::Body::from(html));
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    Some(response)
+    Some(from_lambda(tally_query::dashboard_response(html)))
 }
 
 fn demo_page() -> AxumResponse {

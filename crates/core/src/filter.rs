@@ -3,7 +3,8 @@
 //! Filters are separated by `;` and combined with AND. Operators: `==` is,
 //! `!=` is not, `~=` contains, `!~` does not contain. With `==` and `!=`, a
 //! `*` in the value is a wildcard and `|` separates alternatives
-//! (`country==DE|AT`). The value `(none)` matches a missing value.
+//! (`country==DE|AT`). The value `(none)` matches a missing value. A `;`,
+//! `|` or `\` inside a value is escaped with a backslash (`\;`, `\|`, `\`).
 //!
 //! A filter on a visit property (source, country, entry page, …) keeps or
 //! drops whole visits. A filter on `page` keeps visits with at least one
@@ -94,7 +95,11 @@ impl Filter {
     /// Parses the `filters` query parameter.
     pub fn parse(text: &str) -> Result<Self, FilterError> {
         let mut predicates = Vec::new();
-        for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        for part in split_unescaped(text, ';') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
             let (at, op, len) = ["==", "!=", "~=", "!~"]
                 .iter()
                 .filter_map(|o| part.find(o).map(|i| (i, *o, o.len())))
@@ -102,11 +107,16 @@ impl Filter {
                 .ok_or_else(|| FilterError::Malformed(part.to_owned()))?;
             let name = part[..at].trim();
             let value = part[at + len..].trim();
-            if name.is_empty() || value.is_empty() {
+            let dimension = Dimension::parse(name)
+                .ok_or_else(|| FilterError::UnknownDimension(name.to_owned()));
+            let values: Vec<String> = split_unescaped(value, '|')
+                .iter()
+                .map(|v| unescape(v.trim()))
+                .filter(|v| !v.is_empty())
+                .collect();
+            if name.is_empty() || values.is_empty() {
                 return Err(FilterError::Malformed(part.to_owned()));
             }
-            let dimension = Dimension::parse(name)
-                .ok_or_else(|| FilterError::UnknownDimension(name.to_owned()))?;
             let op = match op {
                 "==" => Op::Is,
                 "!=" => Op::IsNot,
@@ -114,13 +124,9 @@ impl Filter {
                 _ => Op::NotContains,
             };
             predicates.push(Predicate {
-                dimension,
+                dimension: dimension?,
                 op,
-                values: value
-                    .split('|')
-                    .map(|v| v.trim().to_owned())
-                    .filter(|v| !v.is_empty())
-                    .collect(),
+                values,
             });
             if predicates.len() > MAX_FILTERS {
                 return Err(FilterError::TooMany);
@@ -145,7 +151,8 @@ impl Filter {
                     Op::Contains => "~=",
                     Op::NotContains => "!~",
                 };
-                format!("{}{op}{}", p.dimension.name(), p.values.join("|"))
+                let values: Vec<String> = p.values.iter().map(|v| escape(v)).collect();
+                format!("{}{op}{}", p.dimension.name(), values.join("|"))
             })
             .collect::<Vec<_>>()
             .join(";")
@@ -193,6 +200,52 @@ impl Filter {
     }
 }
 
+/// Splits at `sep` where it is not escaped by a backslash (escapes kept).
+fn split_unescaped(text: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut escaped) = (0, false);
+    for (i, c) in text.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == sep {
+            parts.push(&text[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+/// Removes the backslash escapes of a value.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(next) = chars.next() {
+                out.push(next);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Escapes `\`, `;` and `|` in a filter value.
+pub fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if matches!(c, '\\' | ';' | '|') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The value of a visit-level dimension for a visit.
 pub fn session_value<'a>(s: &Session<'a>, d: Dimension) -> Option<&'a str> {
     match d {
@@ -226,6 +279,15 @@ mod tests {
     }
 
     #[test]
+    fn escaped_separators_stay_in_values() {
+        let f = Filter::parse(r"event==Plan A\|B;page==/a\;b|/c").unwrap();
+        assert_eq!(f.predicates[0].values, vec!["Plan A|B"]);
+        assert_eq!(f.predicates[1].values, vec!["/a;b", "/c"]);
+        assert_eq!(Filter::parse(&f.to_query()).unwrap(), f);
+        assert_eq!(escape(r"a|b;c\d"), r"a\|b\;c\\d");
+    }
+
+    #[test]
     fn rejects_malformed_filters() {
         assert!(matches!(
             Filter::parse("page=/x"),
@@ -237,6 +299,10 @@ mod tests {
         ));
         assert!(matches!(
             Filter::parse("page=="),
+            Err(FilterError::Malformed(_))
+        ));
+        assert!(matches!(
+            Filter::parse("page==|"),
             Err(FilterError::Malformed(_))
         ));
         assert!(matches!(

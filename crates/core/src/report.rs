@@ -22,7 +22,7 @@ pub struct Stats {
     /// Bounced visits in percent, one decimal.
     pub bounce_rate: f64,
     /// Average visit duration in whole seconds.
-    pub visit_duration: f64,
+    pub visit_duration: u64,
     /// Custom events.
     pub events: u64,
 }
@@ -34,6 +34,11 @@ fn ratio(a: u64, b: u64) -> f64 {
 fn round_to(x: f64, places: i32) -> f64 {
     let f = 10f64.powi(places);
     (x * f).round() / f
+}
+
+/// Average duration in whole seconds.
+fn seconds(duration_ms: u64, visits: u64) -> u64 {
+    (ratio(duration_ms, visits) / 1000.0).round() as u64
 }
 
 /// Percent of `part` in `whole`, one decimal.
@@ -49,14 +54,15 @@ pub fn stats(m: &Metrics) -> Stats {
         pageviews: m.pageviews,
         views_per_visit: round_to(ratio(m.pageviews, m.visits), 2),
         bounce_rate: percent(m.bounces, m.visits),
-        visit_duration: (ratio(m.duration_ms, m.visits) / 1000.0).round(),
+        visit_duration: seconds(m.duration_ms, m.visits),
         events: m.events,
     }
 }
 
 /// The change from `previous` to `current` for each metric: percent change
 /// for counts and averages (`null` when the previous value is zero), and
-/// the difference in points for the bounce rate.
+/// the difference in points for the bounce rate (`null` when the previous
+/// range had no visits, so no bounce rate).
 pub fn change(current: &Stats, previous: &Stats) -> Value {
     let pct = |c: f64, p: f64| -> Value {
         if p == 0.0 {
@@ -70,8 +76,8 @@ pub fn change(current: &Stats, previous: &Stats) -> Value {
         "visits": pct(current.visits as f64, previous.visits as f64),
         "pageviews": pct(current.pageviews as f64, previous.pageviews as f64),
         "views_per_visit": pct(current.views_per_visit, previous.views_per_visit),
-        "bounce_rate": round_to(current.bounce_rate - previous.bounce_rate, 1),
-        "visit_duration": pct(current.visit_duration, previous.visit_duration),
+        "bounce_rate": if previous.visits == 0 { Value::Null } else { json!(round_to(current.bounce_rate - previous.bounce_rate, 1)) },
+        "visit_duration": pct(current.visit_duration as f64, previous.visit_duration as f64),
         "events": pct(current.events as f64, previous.events as f64),
     })
 }
@@ -117,7 +123,7 @@ pub fn breakdown_row(dim: Dimension, value: &str, m: &Metrics, total: &Metrics) 
         Level::Session => {
             let mut e = json!({
                 "bounce_rate": percent(m.bounces, m.visits),
-                "visit_duration": (ratio(m.duration_ms, m.visits) / 1000.0).round(),
+                "visit_duration": seconds(m.duration_ms, m.visits),
                 "events": m.events,
             });
             if dim == Dimension::Country {
@@ -164,7 +170,7 @@ mod tests {
         let s = stats(&m);
         assert_eq!(s.views_per_visit, 2.5);
         assert_eq!(s.bounce_rate, 25.0);
-        assert_eq!(s.visit_duration, 33.0);
+        assert_eq!(s.visit_duration, 33);
         let empty = stats(&Metrics::default());
         assert_eq!((empty.bounce_rate, empty.views_per_visit), (0.0, 0.0));
     }
@@ -188,6 +194,10 @@ mod tests {
         assert_eq!(c["bounce_rate"], -25.0);
         assert_eq!(
             change(&a, &stats(&Metrics::default()))["visitors"],
+            Value::Null
+        );
+        assert_eq!(
+            change(&a, &stats(&Metrics::default()))["bounce_rate"],
             Value::Null
         );
     }

@@ -130,7 +130,12 @@ async fn route<S: QueryStore, C: Clock>(
 }
 
 fn dashboard() -> Response<Body> {
-    let mut response = Response::new(Body::Text(DASHBOARD.to_owned()));
+    dashboard_response(DASHBOARD.to_owned())
+}
+
+/// The dashboard page with its security headers (CSP, nosniff, no referrer).
+pub fn dashboard_response(html: String) -> Response<Body> {
+    let mut response = Response::new(Body::Text(html));
     let h = response.headers_mut();
     h.insert(
         CONTENT_TYPE,
