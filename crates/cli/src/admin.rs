@@ -189,7 +189,8 @@ pub async fn connect(target: &Target) -> Store {
         endpoint: target.dynamodb_endpoint.clone(),
         region: target.region.clone(),
         ..ClientOptions::default()
-    };
+    }
+    .for_batch();
     Store::connect(&options, &target.table).await
 }
 

@@ -125,7 +125,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     });
 
     // Rollups on a local schedule too: at start and then every hour.
-    let rollup_store = store.clone();
+    let rollup_store =
+        Store::connect(&ClientOptions::local(&endpoint).for_batch(), &args.table).await;
     let mut rollup_stop = shutdown_rx.clone();
     tokio::spawn(async move {
         loop {

@@ -9,8 +9,8 @@ use tally_store::{ClientOptions, Store};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tally_store::env::init_tracing();
-    let store =
-        Arc::new(Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await);
+    let options = ClientOptions::from_env().for_batch();
+    let store = Arc::new(Store::connect(&options, &tally_store::env::table_name()).await);
     run(service_fn(
         move |event: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
             let store = store.clone();

@@ -41,6 +41,15 @@ impl ClientOptions {
         }
     }
 
+    /// The same options with a longer whole-operation timeout, for batch
+    /// work (the rollup job, backfills) that reads whole days.
+    pub fn for_batch(self) -> Self {
+        Self {
+            operation_timeout: Some(Duration::from_secs(30)),
+            ..self
+        }
+    }
+
     /// Options for a local endpoint.
     pub fn local(endpoint: &str) -> Self {
         Self {

@@ -4,6 +4,7 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- dashboard   # 300k events, 30-day dashboard from raw events via `tally dev`
 //! cargo run --release -p tally-tests --bin tally-bench -- year        # 365-day stats + timeseries from rollups
 //! cargo run --release -p tally-tests --bin tally-bench -- fold        # the pure fold over one day of 1M events, and rolling it up from the store
+//! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -45,7 +46,8 @@ async fn main() {
         "dashboard" => dashboard().await,
         "year" => year().await,
         "fold" => fold_bench().await,
-        _ => println!("usage: tally-bench dashboard|year|fold"),
+        "coldstart" => coldstart().await,
+        _ => println!("usage: tally-bench dashboard|year|fold|coldstart"),
     }
 }
 
@@ -277,10 +279,16 @@ async fn fold_bench() {
     assert!(out.contains_key(&day));
 
     let h = Harness::start().await;
-    h.store.create_site(&site).await.unwrap();
+    let options = ClientOptions {
+        counter: Some(h.counter.clone()),
+        ..ClientOptions::local(&h.endpoint)
+    }
+    .for_batch();
+    let store = Store::connect(&options, "tally").await;
+    store.create_site(&site).await.unwrap();
     let seeded: Vec<_> = traffic(&site, start, 1, 200_000, 11);
     let t = Instant::now();
-    store_events(&h.store, &site, &seeded).await;
+    store_events(&store, &site, &seeded).await;
     println!("stored {n} events in {:.1} s", t.elapsed().as_secs_f64());
     h.counter.reset();
     let t = Instant::now();
@@ -288,7 +296,7 @@ async fn fold_bench() {
         days: Some(tally_core::range::DateRange { from: day, to: day }),
         ..JobConfig::default()
     };
-    let report = roll_site(&h.store, &site, start + 3 * DAY_MS, &config)
+    let report = roll_site(&store, &site, start + 3 * DAY_MS, &config)
         .await
         .unwrap();
     println!(
@@ -298,4 +306,66 @@ async fn fold_bench() {
         h.counter.read_units(),
         report.written
     );
+}
+
+/// Starts each release bootstrap ten times against an emulated runtime API
+/// (and the embedded store) and reports init, first response and peak memory.
+async fn coldstart() {
+    let h = Harness::start().await;
+    let site = Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap();
+    h.store.create_site(&site).await.unwrap();
+    let key = "tk_0123456789abcdef0123456789abcdef01234567.example.com";
+    let record = ApiKeyRecord {
+        hash: tally_core::auth::hash_key(key),
+        prefix: key[..9].into(),
+        label: "bench".into(),
+        created_at: 0,
+        revoked_at: None,
+    };
+    h.store.put_api_key("example.com", &record).await.unwrap();
+    let fixture = |name: &str| std::fs::read_to_string(format!("infra/events/{name}")).unwrap();
+    let env = vec![
+        ("DYNAMODB_ENDPOINT", h.endpoint.clone()),
+        ("TABLE_NAME", "tally".to_owned()),
+        (
+            "TALLY_SALT_SECRET",
+            "bench-secret-0123456789abcdef0123456789".to_owned(),
+        ),
+    ];
+    for (binary, event) in [
+        ("tally-ingest", "ingest-pageview.json"),
+        ("tally-query", "query-stats.json"),
+        ("tally-rollup", "schedule.json"),
+    ] {
+        let path = format!("target/release/{binary}");
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let mut inits = Vec::new();
+        let mut firsts = Vec::new();
+        let mut peak = 0;
+        for _ in 0..10 {
+            let out = tally_tests::runtime_api::cold_start(
+                &path,
+                &env,
+                &fixture(event),
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .unwrap();
+            assert!(!out.error, "{binary}: {}", out.response);
+            inits.push(out.init.as_secs_f64() * 1000.0);
+            firsts.push(out.first_response.as_secs_f64() * 1000.0);
+            peak = peak.max(out.peak_rss_kib);
+        }
+        inits.sort_by(f64::total_cmp);
+        firsts.sort_by(f64::total_cmp);
+        println!(
+            "{binary}: {:.2} MB, init median {:.1} ms (min {:.1}, max {:.1}), first {event} answered at median {:.1} ms, peak RSS {:.1} MB",
+            size as f64 / 1e6,
+            inits[5],
+            inits[0],
+            inits[9],
+            firsts[5],
+            peak as f64 / 1024.0
+        );
+    }
 }
