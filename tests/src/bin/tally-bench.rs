@@ -133,7 +133,7 @@ async fn dashboard() {
     let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
     let start = now - 30 * DAY_MS;
     let seeded = Instant::now();
-    let events = traffic(&site, start, 30, 2_700, 42);
+    let events = traffic(&site, start, 30, 1_800, 42);
     let n = events.len();
     store_events(&store, &site, &events).await;
     println!(
@@ -165,6 +165,30 @@ async fn dashboard() {
         t.elapsed().as_secs_f64()
     );
 
+    // Where the time goes: reading the raw events vs folding them.
+    let t = Instant::now();
+    let events = store
+        .events_between(&site, start - HOUR_MS, now + HOUR_MS, now)
+        .await
+        .unwrap();
+    let read = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let zone = site.zone();
+    let visits = sessions(&events, &zone);
+    let filter = Filter::default();
+    let spec = FoldSpec {
+        dims: &[Dimension::Page],
+        goals: &[],
+        filter: &filter,
+        top_n: None,
+    };
+    let _ = fold(&visits, &spec, |s| Some(zone.local_date(s.start)));
+    println!(
+        "one raw read of {} events: {read:.2} s; sessions + fold: {:.3} s",
+        events.len(),
+        t.elapsed().as_secs_f64()
+    );
+
     // In process, counting requests and read units.
     let query = DynamoQuery::new(store.clone());
     counter.reset();
@@ -174,6 +198,30 @@ async fn dashboard() {
     }
     println!(
         "dashboard in process: {:.2} s, {} requests ({:?}), {:.1} read units",
+        t.elapsed().as_secs_f64(),
+        counter.total(),
+        counter.by_operation(),
+        counter.read_units()
+    );
+
+    // The same dashboard once the rollup job has run: settled days come from
+    // rollups, only the last days are folded from raw events.
+    let t = Instant::now();
+    let report = run(&store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
+    println!(
+        "rollup job: {} days in {:.1} s",
+        report.days_written,
+        t.elapsed().as_secs_f64()
+    );
+    counter.reset();
+    let t = Instant::now();
+    for path in DASHBOARD {
+        let _ = get(&query, now, &key, "bench", path).await;
+    }
+    println!(
+        "dashboard with rollups in process: {:.2} s, {} requests ({:?}), {:.1} read units",
         t.elapsed().as_secs_f64(),
         counter.total(),
         counter.by_operation(),
