@@ -283,7 +283,14 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         _ => return Err(invalid("sw", "screen width and height come together")),
     };
     let time_zone = match non_empty(w.tz) {
-        Some(tz) if tz.len() > 64 || !tz.is_ascii() || tz.chars().any(char::is_control) => {
+        // The shape of an IANA name; an unknown but well-formed zone (a new
+        // or odd one) is kept and simply gives no country.
+        Some(tz)
+            if tz.len() > 64
+                || !tz.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'-' | b'+')
+                }) =>
+        {
             return Err(invalid("tz", "not a time-zone name"));
         }
         other => other,
