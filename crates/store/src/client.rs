@@ -23,6 +23,8 @@ pub struct ClientOptions {
     pub region: Option<String>,
     /// The whole-operation timeout (all attempts), default 3 s.
     pub operation_timeout: Option<Duration>,
+    /// The timeout of one attempt, default 2 s.
+    pub attempt_timeout: Option<Duration>,
     /// Maximum attempts per request (default 3).
     pub max_attempts: Option<u32>,
     /// Counts every request sent, when set.
@@ -41,11 +43,13 @@ impl ClientOptions {
         }
     }
 
-    /// The same options with a longer whole-operation timeout, for batch
-    /// work (the rollup job, backfills) that reads whole days.
+    /// The same options with longer timeouts (20 s an attempt, 60 s an
+    /// operation), for batch work (the rollup job, backfills) that reads
+    /// whole days.
     pub fn for_batch(self) -> Self {
         Self {
-            operation_timeout: Some(Duration::from_secs(30)),
+            operation_timeout: Some(Duration::from_secs(60)),
+            attempt_timeout: Some(Duration::from_secs(20)),
             ..self
         }
     }
@@ -74,12 +78,7 @@ pub fn http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
 pub async fn build(options: &ClientOptions) -> Client {
     let timeout = TimeoutConfig::builder()
         .operation_timeout(options.operation_timeout.unwrap_or(Duration::from_secs(3)))
-        .operation_attempt_timeout(
-            options
-                .operation_timeout
-                .unwrap_or(Duration::from_secs(3))
-                .min(Duration::from_secs(2)),
-        )
+        .operation_attempt_timeout(options.attempt_timeout.unwrap_or(Duration::from_secs(2)))
         .connect_timeout(Duration::from_millis(500))
         .build();
     let retry = RetryConfig::standard().with_max_attempts(options.max_attempts.unwrap_or(3));

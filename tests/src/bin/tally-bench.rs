@@ -127,11 +127,11 @@ async fn dashboard() {
         "tally",
     )
     .await;
-    let mut site = Site::new("bench", &["bench.example".into()], "Europe/Berlin", 0).unwrap();
-    site.retention_days = 3650;
-    let key = with_key(&store, &site).await;
     let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
     let start = now - 30 * DAY_MS;
+    let mut site = Site::new("bench", &["bench.example".into()], "Europe/Berlin", start).unwrap();
+    site.retention_days = 3650;
+    let key = with_key(&store, &site).await;
     let seeded = Instant::now();
     let events = traffic(&site, start, 30, 1_800, 42);
     let n = events.len();
@@ -236,11 +236,11 @@ async fn dashboard() {
 /// timeseries are read from rollups.
 async fn year() {
     let h = Harness::start().await;
-    let mut site = Site::new("year", &["year.example".into()], "America/New_York", 0).unwrap();
-    site.retention_days = 3650;
-    let key = with_key(&h.store, &site).await;
     let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
     let start = now - 400 * DAY_MS;
+    let mut site = Site::new("year", &["year.example".into()], "America/New_York", start).unwrap();
+    site.retention_days = 3650;
+    let key = with_key(&h.store, &site).await;
     let events = traffic(&site, start, 400, 20, 5);
     store_events(&h.store, &site, &events).await;
     let t = Instant::now();
