@@ -2,6 +2,7 @@
 //! with the real ingest pipeline of `tally-core` (parse, classify, hash) and
 //! written through the store, without HTTP.
 
+use crate::generator::Rng;
 use futures::stream::{self, StreamExt};
 use tally_core::event::{self, Client, Event};
 use tally_core::payload::{self, Limits};
@@ -42,31 +43,6 @@ const ZONES: [&str; 5] = [
     "Europe/Paris",
     "Australia/Sydney",
 ];
-
-/// A tiny deterministic PRNG (splitmix64).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next number.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-}
 
 /// One generated event with its id.
 #[derive(Debug, Clone)]

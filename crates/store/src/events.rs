@@ -4,7 +4,8 @@
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{from_item, number, with_keys};
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
+use crate::query::SortKeys;
+use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use tally_core::event::Event;
 use tally_core::keys::{EventKey, event_pk, hours_between};
@@ -67,31 +68,13 @@ impl Store {
         pk: String,
         now: Millis,
     ) -> Result<Vec<Event>, StoreError> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
-                .await
-                .map_err(from_sdk)?;
-            self.add_read_units(page.consumed_capacity().and_then(|c| c.capacity_units()));
-            for item in page.items.unwrap_or_default() {
-                if number(&item, "ttl").is_some_and(|ttl| ttl * 1000 <= now) {
-                    continue;
-                }
-                out.push(from_item::<Event>(item)?);
+        let items = self.query_items(&pk, SortKeys::All).await?;
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            if number(&item, "ttl").is_some_and(|ttl| ttl * 1000 <= now) {
+                continue;
             }
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
+            out.push(from_item::<Event>(item)?);
         }
         Ok(out)
     }

@@ -3,6 +3,7 @@
 use crate::Store;
 use crate::error::{StoreError, from_sdk};
 use crate::item::{from_item, key, with_keys};
+use crate::query::SortKeys;
 use tally_core::goal::Goal;
 use tally_core::keys;
 
@@ -15,7 +16,7 @@ impl Store {
 
     /// Every goal of a site, in id order.
     pub async fn goals(&self, site: &str) -> Result<Vec<Goal>, StoreError> {
-        self.query_prefix(&keys::site_pk(site), keys::GOAL_PREFIX)
+        self.query_items(&keys::site_pk(site), SortKeys::Prefix(keys::GOAL_PREFIX))
             .await?
             .into_iter()
             .map(from_item)

@@ -23,6 +23,7 @@ pub mod goals;
 pub mod item;
 pub mod jobs;
 pub mod ports;
+pub mod query;
 pub mod request;
 pub mod rollups;
 pub mod salt;

@@ -5,8 +5,9 @@
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, key, string};
+use crate::query::SortKeys;
 use aws_sdk_dynamodb::primitives::Blob;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tally_core::Millis;
@@ -165,10 +166,9 @@ impl Store {
         to: Date,
     ) -> Result<BTreeMap<Date, DayScalars>, StoreError> {
         let items = self
-            .query_between(
+            .query_items(
                 &keys::site_pk(site),
-                &keys::rollup_day_sk(from),
-                &keys::rollup_day_sk(to),
+                SortKeys::Between(&keys::rollup_day_sk(from), &keys::rollup_day_sk(to)),
             )
             .await?;
         let mut out = BTreeMap::new();
@@ -189,10 +189,9 @@ impl Store {
         to: Date,
     ) -> Result<BTreeMap<Date, DayDims>, StoreError> {
         let items = self
-            .query_between(
+            .query_items(
                 &keys::site_pk(site),
-                &keys::rollup_dims_sk(from),
-                &keys::rollup_dims_sk(to),
+                SortKeys::Between(&keys::rollup_dims_sk(from), &keys::rollup_dims_sk(to)),
             )
             .await?;
         let mut out = BTreeMap::new();
@@ -219,39 +218,6 @@ impl Store {
                     goals_fp,
                 },
             );
-        }
-        Ok(out)
-    }
-
-    /// Every item of a partition with `lo <= sk <= hi`, with read units counted.
-    pub(crate) async fn query_between(
-        &self,
-        pk: &str,
-        lo: &str,
-        hi: &str,
-    ) -> Result<Vec<Item>, StoreError> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
-                .expression_attribute_values(":lo", AttributeValue::S(lo.to_owned()))
-                .expression_attribute_values(":hi", AttributeValue::S(hi.to_owned()))
-                .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .send()
-                .await
-                .map_err(from_sdk)?;
-            self.add_read_units(page.consumed_capacity().and_then(|c| c.capacity_units()));
-            out.extend(page.items.unwrap_or_default());
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
         }
         Ok(out)
     }

@@ -4,7 +4,7 @@
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, from_item, key, string, with_keys};
-use aws_sdk_dynamodb::types::AttributeValue;
+use crate::query::SortKeys;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -67,7 +67,7 @@ impl Store {
 
     /// Every site, in id order.
     pub async fn sites(&self) -> Result<Vec<Site>, StoreError> {
-        self.query_prefix(SITES_PK, "SITE#")
+        self.query_items(SITES_PK, SortKeys::Prefix("SITE#"))
             .await?
             .into_iter()
             .map(from_item)
@@ -77,7 +77,7 @@ impl Store {
     /// Every site item, raw, so one corrupt site does not hide the others.
     pub async fn site_items(&self) -> Result<Vec<(String, Result<Site, StoreError>)>, StoreError> {
         Ok(self
-            .query_prefix(SITES_PK, "SITE#")
+            .query_items(SITES_PK, SortKeys::Prefix("SITE#"))
             .await?
             .into_iter()
             .map(|item| {
@@ -118,7 +118,7 @@ impl Store {
 
     /// Every API key record of a site.
     pub async fn api_keys(&self, site: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
-        self.query_prefix(&keys::site_pk(site), keys::API_KEY_PREFIX)
+        self.query_items(&keys::site_pk(site), SortKeys::Prefix(keys::API_KEY_PREFIX))
             .await?
             .into_iter()
             .map(from_item)
@@ -153,35 +153,6 @@ impl Store {
             .await
             .map_err(from_sdk)?;
         Ok(out.item)
-    }
-
-    /// Every item of a partition whose sort key starts with `prefix`.
-    pub(crate) async fn query_prefix(
-        &self,
-        pk: &str,
-        prefix: &str,
-    ) -> Result<Vec<Item>, StoreError> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(self.table())
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
-                .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_owned()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(from_sdk)?;
-            out.extend(page.items.unwrap_or_default());
-            match page.last_evaluated_key {
-                Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
-            }
-        }
-        Ok(out)
     }
 }
 
