@@ -111,7 +111,7 @@ impl Filter {
                 .ok_or_else(|| FilterError::UnknownDimension(name.to_owned()));
             let values: Vec<String> = split_unescaped(value, '|')
                 .iter()
-                .map(|v| unescape(v.trim()))
+                .map(|v| unescape(v).trim().to_owned())
                 .filter(|v| !v.is_empty())
                 .collect();
             if name.is_empty() || values.is_empty() {
@@ -276,6 +276,15 @@ mod tests {
         assert_eq!(f.predicates[2].op, Op::IsNot);
         assert_eq!(f.predicates[3].op, Op::Contains);
         assert_eq!(Filter::parse(&f.to_query()).unwrap(), f);
+    }
+
+    #[test]
+    fn values_are_trimmed_after_unescaping_so_they_round_trip() {
+        // Found by the query_params fuzz target: a value ending in a space
+        // and a dangling backslash.
+        let f = Filter::parse("page==g\\|E|Al/=log\\perio  \u{ff} \\").unwrap();
+        assert_eq!(Filter::parse(&f.to_query()).unwrap(), f);
+        assert!(f.predicates[0].values.iter().all(|v| v.trim() == v));
     }
 
     #[test]
