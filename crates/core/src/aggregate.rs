@@ -9,12 +9,13 @@
 //! answered from rollups equals the same range recounted from raw events.
 
 use crate::dimension::{Dimension, Level};
-use crate::event::Event;
+use crate::event::{Event, Kind};
 use crate::filter::{Filter, session_value};
 use crate::goal::Matcher;
 use crate::session::Session;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 /// The key of the row that holds everything beyond a rollup's top N.
 pub const OTHER: &str = "(other)";
@@ -119,80 +120,92 @@ pub struct FoldSpec<'a> {
 #[derive(Default)]
 struct Cell {
     m: Metrics,
-    visitors: HashSet<u64>,
+    last_visitor: Option<u64>,
     last_visit: usize,
 }
 
 impl Cell {
-    fn visit(&mut self, visit: usize, visitor: u64) -> bool {
-        self.visitors.insert(visitor);
-        if self.last_visit == visit {
-            false
-        } else {
+    /// Counts the visit, and its visitor, once each. Visits arrive grouped
+    /// by visitor, so a visitor is new to the cell exactly when it differs
+    /// from the last one the cell saw: no set of ids is needed.
+    fn visit(&mut self, visit: usize, visitor: u64) {
+        if self.last_visitor != Some(visitor) {
+            self.last_visitor = Some(visitor);
+            self.m.visitors += 1;
+        }
+        if self.last_visit != visit {
             self.last_visit = visit;
             self.m.visits += 1;
-            true
         }
     }
 }
 
-#[derive(Default)]
 struct Builder<'s> {
     totals: Metrics,
-    visitors: HashSet<u64>,
+    last_visitor: Option<u64>,
     dims: Vec<HashMap<&'s str, Cell>>,
 }
 
 /// Folds visits into one aggregate per bucket. `bucket` names a visit's
 /// bucket (usually the local day of its start), or `None` to leave it out.
-pub fn fold<'s, K: Ord + Copy + std::hash::Hash>(
+pub fn fold<'s, K: Ord + Copy>(
     sessions: &[Session<'s>],
     spec: &FoldSpec<'s>,
     bucket: impl Fn(&Session<'s>) -> Option<K>,
 ) -> BTreeMap<K, Aggregate> {
-    let mut builders: HashMap<K, Builder<'s>> = HashMap::new();
-    for (i, s) in sessions.iter().enumerate() {
-        let Some(key) = bucket(s) else { continue };
-        if !spec.filter.keeps(s, spec.goals) {
-            continue;
+    // Bucket, then visitor: within a bucket each visitor's visits are
+    // consecutive, which makes distinct counts a comparison with the last.
+    let mut order: Vec<(K, u64, usize)> = sessions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| bucket(s).map(|k| (k, s.visitor, i)))
+        .collect();
+    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut out = BTreeMap::new();
+    for run in order.chunk_by(|a, b| a.0 == b.0) {
+        let mut b = Builder {
+            totals: Metrics::default(),
+            last_visitor: None,
+            dims: spec.dims.iter().map(|_| HashMap::default()).collect(),
+        };
+        let mut kept = Vec::new();
+        for &(_, _, i) in run {
+            let s = &sessions[i];
+            if spec.filter.keeps(s, spec.goals) {
+                add_session(&mut b, i + 1, s, spec);
+                kept.push(s);
+            }
         }
-        let b = builders.entry(key).or_insert_with(|| Builder {
-            dims: spec.dims.iter().map(|_| HashMap::new()).collect(),
-            ..Builder::default()
-        });
-        add_session(b, i + 1, s, spec);
+        if !kept.is_empty() {
+            out.insert(run[0].0, finish(b, spec, &kept));
+        }
     }
-    builders
-        .into_iter()
-        .map(|(k, b)| (k, finish(b, spec)))
-        .collect()
+    out
 }
 
 fn add_session<'s>(b: &mut Builder<'s>, visit: usize, s: &Session<'s>, spec: &FoldSpec<'s>) {
-    let counted_pv: Vec<&'s Event> = s
-        .events
-        .iter()
-        .copied()
-        .filter(|e| spec.filter.counts_pageview(e))
-        .collect();
-    let counted_custom = s
-        .events
-        .iter()
-        .filter(|e| spec.filter.counts_custom(e))
-        .count() as u64;
-    let pageviews = counted_pv.len() as u64;
+    let unfiltered = spec.filter.is_empty();
+    let count = |keep: &dyn Fn(&Event) -> bool| s.events.iter().filter(|e| keep(e)).count() as u64;
+    let pageviews = if unfiltered {
+        u64::from(s.pageviews)
+    } else {
+        count(&|e| spec.filter.counts_pageview(e))
+    };
+    let counted_custom = if unfiltered {
+        u64::from(s.custom_events)
+    } else {
+        count(&|e| spec.filter.counts_custom(e))
+    };
     let bounce = u64::from(s.bounce);
-    b.visitors.insert(s.visitor);
+    if b.last_visitor != Some(s.visitor) {
+        b.last_visitor = Some(s.visitor);
+        b.totals.visitors += 1;
+    }
     b.totals.visits += 1;
     b.totals.pageviews += pageviews;
     b.totals.bounces += bounce;
     b.totals.duration_ms += s.duration_ms;
     b.totals.events += counted_custom;
-    let first_pv = s
-        .events
-        .iter()
-        .copied()
-        .find(|e| e.kind == crate::event::Kind::PageView);
     for (d, cells) in spec.dims.iter().zip(b.dims.iter_mut()) {
         match d.level() {
             Level::Session => {
@@ -210,11 +223,16 @@ fn add_session<'s>(b: &mut Builder<'s>, visit: usize, s: &Session<'s>, spec: &Fo
                 }
             }
             Level::PageView => {
-                for e in &counted_pv {
+                let mut first = true;
+                for e in s.events.iter().filter(|e| e.kind == Kind::PageView) {
+                    let entry = std::mem::take(&mut first);
+                    if !spec.filter.counts_pageview(e) {
+                        continue;
+                    }
                     let cell = cells.entry(e.path.as_str()).or_default();
                     cell.visit(visit, s.visitor);
                     cell.m.pageviews += 1;
-                    if first_pv.is_some_and(|f| std::ptr::eq(f, *e)) {
+                    if entry {
                         cell.m.entries += 1;
                         cell.m.bounces += bounce;
                     }
@@ -232,17 +250,8 @@ fn add_session<'s>(b: &mut Builder<'s>, visit: usize, s: &Session<'s>, spec: &Fo
                 }
             }
             Level::Goal => {
-                // A page view or custom event that a `page` or `event`
-                // filter leaves uncounted converts nothing either.
-                let counted =
-                    |e: &&&Event| spec.filter.counts_pageview(e) || spec.filter.counts_custom(e);
                 for (name, matcher) in spec.goals {
-                    for e in s
-                        .events
-                        .iter()
-                        .filter(counted)
-                        .filter(|e| matcher.converts(e))
-                    {
+                    for e in s.events.iter().filter(|e| converts(spec, matcher, e)) {
                         let cell = cells.entry(name.as_str()).or_default();
                         cell.visit(visit, s.visitor);
                         cell.m.events += 1;
@@ -254,27 +263,69 @@ fn add_session<'s>(b: &mut Builder<'s>, visit: usize, s: &Session<'s>, spec: &Fo
     }
 }
 
-fn finish(b: Builder<'_>, spec: &FoldSpec<'_>) -> Aggregate {
-    let mut totals = b.totals;
-    totals.visitors = b.visitors.len() as u64;
+/// Whether an event converts a goal. A page view or custom event that a
+/// `page` or `event` filter leaves uncounted converts nothing either.
+fn converts(spec: &FoldSpec<'_>, matcher: &Matcher, e: &Event) -> bool {
+    (spec.filter.counts_pageview(e) || spec.filter.counts_custom(e)) && matcher.converts(e)
+}
+
+/// Calls `f` with every value of `d` a visit counts under.
+fn keys_of<'s>(d: Dimension, s: &Session<'s>, spec: &FoldSpec<'s>, f: &mut dyn FnMut(&'s str)) {
+    match d.level() {
+        Level::Session => {
+            if let Some(v) = session_value(s, d) {
+                f(v);
+            }
+        }
+        Level::PageView => {
+            for e in s.events.iter().filter(|e| spec.filter.counts_pageview(e)) {
+                f(&e.path);
+            }
+        }
+        Level::Custom => {
+            for e in s.events.iter().filter(|e| spec.filter.counts_custom(e)) {
+                if let Some(name) = e.name.as_deref() {
+                    f(name);
+                }
+            }
+        }
+        Level::Goal => {
+            for (name, matcher) in spec.goals {
+                if s.events.iter().any(|e| converts(spec, matcher, e)) {
+                    f(name);
+                }
+            }
+        }
+    }
+}
+
+fn finish<'s>(b: Builder<'s>, spec: &FoldSpec<'s>, kept: &[&Session<'s>]) -> Aggregate {
+    let totals = b.totals;
     let mut dims = BTreeMap::new();
     for (d, cells) in spec.dims.iter().zip(b.dims) {
         let mut cells: Vec<(&str, Cell)> = cells.into_iter().collect();
-        for (_, c) in cells.iter_mut() {
-            c.m.visitors = c.visitors.len() as u64;
-        }
         let mut rows = BTreeMap::new();
         match spec.top_n {
             Some(n) if cells.len() > n => {
                 cells.sort_by(|(ka, a), (kb, b)| rank(&b.m, &a.m).then_with(|| ka.cmp(kb)));
                 let rest = cells.split_off(n);
                 let mut other = Metrics::default();
-                let mut other_visitors: HashSet<u64> = HashSet::new();
-                for (_, c) in rest {
+                for (_, c) in &rest {
                     other.add(&c.m);
-                    other_visitors.extend(c.visitors);
                 }
-                other.visitors = other_visitors.len() as u64;
+                // Distinct visitors of the folded values: one more pass over
+                // the bucket's visits (still grouped by visitor).
+                let top: HashSet<&str> = cells.iter().map(|(k, _)| *k).collect();
+                let (mut visitors, mut last) = (0, None);
+                for s in kept {
+                    let mut outside = false;
+                    keys_of(*d, s, spec, &mut |k| outside |= !top.contains(k));
+                    if outside && last != Some(s.visitor) {
+                        last = Some(s.visitor);
+                        visitors += 1;
+                    }
+                }
+                other.visitors = visitors;
                 for (k, c) in cells {
                     rows.insert(k.to_owned(), c.m);
                 }

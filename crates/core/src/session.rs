@@ -12,7 +12,7 @@
 use crate::event::{Event, Kind};
 use crate::zone::Zone;
 use crate::{HOUR_MS, MINUTE_MS, Millis};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// A visit ends after this long without an event.
 pub const SESSION_GAP_MS: Millis = 30 * MINUTE_MS;
@@ -75,48 +75,52 @@ fn kind_order(k: Kind) -> u8 {
     }
 }
 
-/// Builds the visits of a site's events. Visits made only of engagement
-/// beacons (a tab hidden after a long pause) are not visits and are left out.
+/// Builds the visits of a site's events, grouped by tab in the order of each
+/// tab's first event, and in time order within a tab. Visits made only of
+/// engagement beacons (a tab hidden after a long pause) are not visits and
+/// are left out.
 pub fn sessions<'a>(events: &'a [Event], zone: &Zone) -> Vec<Session<'a>> {
-    let mut groups: HashMap<&str, Vec<&Event>> = HashMap::new();
+    // Tabs in the order of their first event, so the result does not depend
+    // on hashing.
+    let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut groups: Vec<Vec<&Event>> = Vec::new();
     for e in events {
         let key = if e.sid.is_empty() {
             e.vid.as_str()
         } else {
             e.sid.as_str()
         };
-        groups.entry(key).or_default().push(e);
+        let i = *index.entry(key).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[i].push(e);
     }
-    let mut out = Vec::new();
-    let mut day_end_cache: HashMap<time::Date, Millis> = HashMap::new();
-    for (_, mut group) in groups {
-        group.sort_by_key(|e| (e.ts, kind_order(e.kind)));
+    let mut out = Vec::with_capacity(groups.len());
+    let mut day_end_cache: FxHashMap<time::Date, Millis> = FxHashMap::default();
+    let mut limit_after = |ts: Millis| {
+        let day = zone.local_date(ts);
+        *day_end_cache
+            .entry(day)
+            .or_insert_with(|| zone.day_end(day))
+            + MAX_SPILL_MS
+    };
+    for mut group in groups {
+        let order = |e: &&Event| (e.ts, kind_order(e.kind));
+        if !group.is_sorted_by_key(order) {
+            group.sort_by_key(order);
+        }
         let mut start = 0;
-        let mut limit = Millis::MAX;
-        for i in 0..group.len() {
-            if i == start {
-                let day = zone.local_date(group[i].ts);
-                let end = *day_end_cache
-                    .entry(day)
-                    .or_insert_with(|| zone.day_end(day));
-                limit = end + MAX_SPILL_MS;
-                continue;
-            }
+        let mut limit = limit_after(group[0].ts);
+        for i in 1..group.len() {
             if group[i].ts - group[i - 1].ts > SESSION_GAP_MS || group[i].ts >= limit {
                 push(&mut out, &group[start..i]);
                 start = i;
-                let day = zone.local_date(group[i].ts);
-                let end = *day_end_cache
-                    .entry(day)
-                    .or_insert_with(|| zone.day_end(day));
-                limit = end + MAX_SPILL_MS;
+                limit = limit_after(group[i].ts);
             }
         }
-        if start < group.len() {
-            push(&mut out, &group[start..]);
-        }
+        push(&mut out, &group[start..]);
     }
-    out.sort_by_key(|s| (s.start, s.visitor));
     out
 }
 

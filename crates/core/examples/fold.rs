@@ -1,0 +1,98 @@
+//! Times the pure fold (visits + aggregates) over one synthetic day of
+//! about a million events, on one core:
+//! `cargo run --profile perf -p tally-core --example fold`.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
+
+use std::time::Instant;
+use tally_core::aggregate::{FoldSpec, fold};
+use tally_core::classify::referrer::Channel;
+use tally_core::classify::ua::DeviceType;
+use tally_core::dimension::Dimension;
+use tally_core::event::{Event, Kind};
+use tally_core::filter::Filter;
+use tally_core::session::sessions;
+use tally_core::zone::Zone;
+
+fn main() {
+    let pages: Vec<String> = (0..500).map(|i| format!("/docs/page-{i}")).collect();
+    let sources = ["Direct", "Google", "Twitter", "Hacker News", "Newsletter"];
+    let browsers = ["Chrome", "Safari", "Firefox", "Edge"];
+    let countries = ["DE", "US", "FR", "JP", "GB", "BR"];
+    let mut events = Vec::new();
+    let mut x: u64 = 7;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let day = 1_764_460_800_000i64;
+    for v in 0..200_000u64 {
+        let start = day + (next() % 86_000_000) as i64;
+        let n = 1 + next() % 5;
+        for i in 0..n {
+            let r = next();
+            events.push(Event {
+                kind: if i > 0 && r % 7 == 0 {
+                    Kind::Custom
+                } else {
+                    Kind::PageView
+                },
+                ts: start + i as i64 * 60_000,
+                vid: format!("{:016x}", v * 2_654_435_761),
+                sid: format!("s{v}"),
+                host: "example.com".into(),
+                path: pages[(r % 500) as usize].clone(),
+                referrer: None,
+                source: sources[(v % 5) as usize].into(),
+                channel: Channel::Direct,
+                utm_source: None,
+                utm_medium: None,
+                utm_campaign: None,
+                utm_content: None,
+                utm_term: None,
+                browser: browsers[(v % 4) as usize].into(),
+                os: "macOS".into(),
+                device: DeviceType::Desktop,
+                country: Some(countries[(v % 6) as usize].into()),
+                region: None,
+                city: None,
+                screen: Some("1440x900".into()),
+                name: (r % 7 == 0 && i > 0).then(|| "Signup".to_owned()),
+                value: None,
+                props: Default::default(),
+                engaged_ms: None,
+                scroll: None,
+            });
+        }
+    }
+    events.sort_by_key(|e| e.ts);
+    let zone = Zone::utc();
+    let filter = Filter::default();
+    for (label, dims) in [
+        ("all 20 dimensions", &Dimension::ALL[..]),
+        ("totals only", &[][..]),
+    ] {
+        let spec = FoldSpec {
+            dims,
+            goals: &[],
+            filter: &filter,
+            top_n: Some(300),
+        };
+        let t = Instant::now();
+        let visits = sessions(&events, &zone);
+        let t_sessions = t.elapsed().as_secs_f64();
+        let out = fold(&visits, &spec, |s| Some(zone.local_date(s.start)));
+        let secs = t.elapsed().as_secs_f64();
+        assert!(!out.is_empty());
+        println!(
+            "{label}: {} events, {} visits: {:.3} s ({:.3} s visits) = {:.2} M events/s",
+            events.len(),
+            visits.len(),
+            secs,
+            t_sessions,
+            events.len() as f64 / secs / 1e6
+        );
+    }
+}
