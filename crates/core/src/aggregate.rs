@@ -3,17 +3,18 @@
 //! One function, [`fold`], turns visits into an [`Aggregate`] per bucket (a
 //! local day, or an hour). The query API folds raw events with it; the
 //! rollup job folds a settled day with it and stores the result; reads merge
-//! aggregates by adding them. Visitors are exact within a bucket (a set of
-//! visitor ids); across buckets they add up (daily uniques: the salt rotates,
-//! so nobody can be recognised across days anyway), which is why a range
-//! answered from rollups equals the same range recounted from raw events.
+//! aggregates by adding them. Visitors are exact within a bucket (distinct
+//! visitor ids, counted without sets: see [`fold`]); across buckets they
+//! add up (daily uniques: the salt rotates, so nobody can be recognised
+//! across days anyway), which is why a range answered from rollups equals
+//! the same range recounted from raw events.
 
 use crate::dimension::{Dimension, Level};
 use crate::event::{Event, Kind};
 use crate::filter::{Filter, session_value};
 use crate::goal::Matcher;
 use crate::session::Session;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -117,147 +118,369 @@ pub struct FoldSpec<'a> {
     pub top_n: Option<usize>,
 }
 
+/// One dimension's values as small ids, within one fold.
 #[derive(Default)]
-struct Cell {
-    m: Metrics,
-    last_visitor: Option<u64>,
-    last_visit: usize,
+struct Dict<'s> {
+    ids: HashMap<&'s str, u32>,
+    names: Vec<&'s str>,
 }
 
-impl Cell {
-    /// Counts the visit, and its visitor, once each. Visits arrive grouped
-    /// by visitor, so a visitor is new to the cell exactly when it differs
-    /// from the last one the cell saw: no set of ids is needed.
-    fn visit(&mut self, visit: usize, visitor: u64) {
-        if self.last_visitor != Some(visitor) {
-            self.last_visitor = Some(visitor);
-            self.m.visitors += 1;
+/// A value's address and length: equal ones are equal strings, so a known
+/// address skips hashing the text (enum names are `'static` strings, and
+/// a visit's entry and exit pages are its page views' own paths).
+type Addr = (usize, usize);
+
+fn addr(v: &str) -> Addr {
+    (v.as_ptr() as usize, v.len())
+}
+
+/// Per visit: the ids of its first and last page view in the shared page
+/// dictionary, by address.
+#[derive(Clone, Copy)]
+struct PageMemo {
+    first: Option<(Addr, u32)>,
+    last: Option<(Addr, u32)>,
+}
+
+impl<'s> Dict<'s> {
+    /// The id of one of a few `'static` values (an enum's names).
+    fn id_static(&mut self, memo: &mut Vec<(Addr, u32)>, value: &'s str) -> u32 {
+        let a = addr(value);
+        if let Some((_, id)) = memo.iter().find(|(m, _)| *m == a) {
+            return *id;
         }
-        if self.last_visit != visit {
-            self.last_visit = visit;
-            self.m.visits += 1;
+        let id = self.id(value);
+        if memo.len() < 32 {
+            memo.push((a, id));
         }
+        id
+    }
+
+    fn id(&mut self, value: &'s str) -> u32 {
+        let next = u32::try_from(self.names.len()).unwrap_or(ID_MASK) & ID_MASK;
+        let names = &mut self.names;
+        *self.ids.entry(value).or_insert_with(|| {
+            names.push(value);
+            next
+        })
     }
 }
 
-struct Builder<'s> {
-    totals: Metrics,
+/// A session-level dimension with no value for the visit.
+const NONE: u32 = u32::MAX;
+/// Marks the entry page among a visit's page views.
+const ENTRY: u32 = 1 << 31;
+const ID_MASK: u32 = ENTRY - 1;
+
+/// A visit as the second pass needs it: its scalars, and where its
+/// dimension ids (and custom event values) start in the shared streams.
+struct Visit {
+    visitor: u64,
+    pageviews: u64,
+    events: u64,
+    bounce: u64,
+    duration_ms: u64,
+    ids_at: usize,
+    values_at: usize,
+}
+
+/// Every visit's dimension values, as ids. Per visit and dimension, in
+/// the spec's order: a session-level dimension takes one slot (an id or
+/// [`NONE`]); the others a count, then that many ids (page views carry
+/// [`ENTRY`] on the visit's first page view), with custom event and goal
+/// values in `values`, in the same order.
+struct Encoded<'s> {
+    visits: Vec<Visit>,
+    ids: Vec<u32>,
+    values: Vec<f64>,
+    dicts: Vec<Dict<'s>>,
+    /// Each dimension's dictionary: `page`, `entry_page` and `exit_page`
+    /// share one.
+    dict_of: Vec<usize>,
+}
+
+fn is_page_valued(d: Dimension) -> bool {
+    matches!(
+        d,
+        Dimension::Page | Dimension::EntryPage | Dimension::ExitPage
+    )
+}
+
+fn is_enum_valued(d: Dimension) -> bool {
+    matches!(d, Dimension::Channel | Dimension::Device)
+}
+
+/// The first pass, in the visits' own order, which is the order of their
+/// events in memory: everything the fold reads from events and their
+/// strings is read here, once, and reduced to ids.
+fn encode<'s, K>(
+    sessions: &[Session<'s>],
+    spec: &FoldSpec<'s>,
+    bucket: &impl Fn(&Session<'s>) -> Option<K>,
+    keys: &mut Vec<(K, u64, usize)>,
+) -> Encoded<'s> {
+    let mut dict_of = Vec::with_capacity(spec.dims.len());
+    let mut page_dict = None;
+    let mut n_dicts = 0;
+    for d in spec.dims {
+        let shared = if is_page_valued(*d) {
+            *page_dict.get_or_insert(n_dicts)
+        } else {
+            n_dicts
+        };
+        if shared == n_dicts {
+            n_dicts += 1;
+        }
+        dict_of.push(shared);
+    }
+    let mut enc = Encoded {
+        visits: Vec::with_capacity(sessions.len()),
+        ids: Vec::with_capacity(sessions.len() * (spec.dims.len() + 2)),
+        values: Vec::new(),
+        dicts: (0..n_dicts).map(|_| Dict::default()).collect(),
+        dict_of,
+    };
+    let mut statics: Vec<Vec<(Addr, u32)>> = spec.dims.iter().map(|_| Vec::new()).collect();
+    let unfiltered = spec.filter.is_empty();
+    for s in sessions {
+        let Some(k) = bucket(s) else { continue };
+        if !spec.filter.keeps(s, spec.goals) {
+            continue;
+        }
+        let count = |keep: &dyn Fn(&Event) -> bool| s.events.iter().filter(|e| keep(e)).count();
+        let (pageviews, events) = if unfiltered {
+            (u64::from(s.pageviews), u64::from(s.custom_events))
+        } else {
+            (
+                count(&|e| spec.filter.counts_pageview(e)) as u64,
+                count(&|e| spec.filter.counts_custom(e)) as u64,
+            )
+        };
+        keys.push((k, s.visitor, enc.visits.len()));
+        enc.visits.push(Visit {
+            visitor: s.visitor,
+            pageviews,
+            events,
+            bounce: u64::from(s.bounce),
+            duration_ms: s.duration_ms,
+            ids_at: enc.ids.len(),
+            values_at: enc.values.len(),
+        });
+        let mut pages = PageMemo {
+            first: None,
+            last: None,
+        };
+        for (j, d) in spec.dims.iter().enumerate() {
+            let dict = &mut enc.dicts[enc.dict_of[j]];
+            if d.level() == Level::Session {
+                let id = match session_value(s, *d) {
+                    None => NONE,
+                    Some(v) if is_enum_valued(*d) => dict.id_static(&mut statics[j], v),
+                    Some(v) => {
+                        let known = match d {
+                            Dimension::EntryPage => pages.first,
+                            Dimension::ExitPage => pages.last,
+                            _ => None,
+                        };
+                        match known {
+                            Some((a, id)) if a == addr(v) => id,
+                            _ => dict.id(v),
+                        }
+                    }
+                };
+                enc.ids.push(id);
+                continue;
+            }
+            let at = enc.ids.len();
+            enc.ids.push(0);
+            match d.level() {
+                Level::Session => {}
+                Level::PageView => {
+                    let mut first = true;
+                    for e in s.events.iter().filter(|e| e.kind == Kind::PageView) {
+                        let entry = std::mem::take(&mut first);
+                        if spec.filter.counts_pageview(e) {
+                            let id = dict.id(&e.path);
+                            let known = Some((addr(&e.path), id));
+                            if entry {
+                                pages.first = known;
+                            }
+                            pages.last = known;
+                            enc.ids.push(if entry { id | ENTRY } else { id });
+                        }
+                    }
+                }
+                Level::Custom => {
+                    for e in s.events.iter().filter(|e| spec.filter.counts_custom(e)) {
+                        if let Some(name) = e.name.as_deref() {
+                            enc.ids.push(dict.id(name));
+                            enc.values.push(e.value.unwrap_or(0.0));
+                        }
+                    }
+                }
+                Level::Goal => {
+                    for (name, matcher) in spec.goals {
+                        for e in s.events.iter().filter(|e| converts(spec, matcher, e)) {
+                            enc.ids.push(dict.id(name));
+                            enc.values.push(e.value.unwrap_or(0.0));
+                        }
+                    }
+                }
+            }
+            enc.ids[at] = u32::try_from(enc.ids.len() - at - 1).unwrap_or(u32::MAX);
+        }
+    }
+    enc
+}
+
+/// The ids of dimension number `dim` of the visit whose ids start at `at`.
+fn slot<'a>(levels: &[Level], ids: &'a [u32], mut at: usize, dim: usize) -> &'a [u32] {
+    for (j, level) in levels.iter().enumerate() {
+        let (start, len) = match level {
+            Level::Session => (at, 1),
+            _ => (at + 1, ids[at] as usize),
+        };
+        if j == dim {
+            return &ids[start..start + len];
+        }
+        at = start + len;
+    }
+    &[]
+}
+
+#[derive(Default, Clone)]
+struct Cell {
+    m: Metrics,
     last_visitor: Option<u64>,
-    dims: Vec<HashMap<&'s str, Cell>>,
+    /// The last visit counted, numbered from 1 (0: none yet in this bucket).
+    last_visit: usize,
+}
+
+/// One dimension's cells for the bucket being folded, indexed by id, and
+/// the ids the bucket touched (to read and reset them afterwards).
+struct Cells {
+    cells: Vec<Cell>,
+    touched: Vec<u32>,
+}
+
+impl Cells {
+    /// The cell of `id`, with the visit and its visitor counted once each.
+    /// Visits arrive grouped by visitor, so a visitor is new to the cell
+    /// exactly when it differs from the last one the cell saw: no set of
+    /// ids is needed.
+    fn visit(&mut self, id: u32, visit: usize, visitor: u64) -> &mut Metrics {
+        let cell = &mut self.cells[(id & ID_MASK) as usize];
+        if cell.last_visit == 0 {
+            self.touched.push(id & ID_MASK);
+        }
+        if cell.last_visitor != Some(visitor) {
+            cell.last_visitor = Some(visitor);
+            cell.m.visitors += 1;
+        }
+        if cell.last_visit != visit {
+            cell.last_visit = visit;
+            cell.m.visits += 1;
+        }
+        &mut cell.m
+    }
 }
 
 /// Folds visits into one aggregate per bucket. `bucket` names a visit's
 /// bucket (usually the local day of its start), or `None` to leave it out.
+///
+/// Two passes: [`encode`] reads the visits in their own order and reduces
+/// every dimension value to an id; then the visits are sorted by (bucket,
+/// visitor), so within a bucket each visitor's visits are consecutive and
+/// distinct counts are a comparison with the last visitor seen.
 pub fn fold<'s, K: Ord + Copy>(
     sessions: &[Session<'s>],
     spec: &FoldSpec<'s>,
     bucket: impl Fn(&Session<'s>) -> Option<K>,
 ) -> BTreeMap<K, Aggregate> {
-    // Bucket, then visitor: within a bucket each visitor's visits are
-    // consecutive, which makes distinct counts a comparison with the last.
-    let mut order: Vec<(K, u64, usize)> = sessions
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| bucket(s).map(|k| (k, s.visitor, i)))
-        .collect();
+    let mut order = Vec::with_capacity(sessions.len());
+    let enc = encode(sessions, spec, &bucket, &mut order);
     order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let levels: Vec<Level> = spec.dims.iter().map(|d| d.level()).collect();
+    let mut dims: Vec<Cells> = enc
+        .dict_of
+        .iter()
+        .map(|d| Cells {
+            cells: vec![Cell::default(); enc.dicts[*d].names.len()],
+            touched: Vec::new(),
+        })
+        .collect();
     let mut out = BTreeMap::new();
     for run in order.chunk_by(|a, b| a.0 == b.0) {
-        let mut b = Builder {
-            totals: Metrics::default(),
-            last_visitor: None,
-            dims: spec.dims.iter().map(|_| HashMap::default()).collect(),
-        };
-        let mut kept = Vec::new();
+        let mut totals = Metrics::default();
+        let mut last_visitor = None;
         for &(_, _, i) in run {
-            let s = &sessions[i];
-            if spec.filter.keeps(s, spec.goals) {
-                add_session(&mut b, i + 1, s, spec);
-                kept.push(s);
+            let v = &enc.visits[i];
+            if last_visitor != Some(v.visitor) {
+                last_visitor = Some(v.visitor);
+                totals.visitors += 1;
             }
+            totals.visits += 1;
+            totals.pageviews += v.pageviews;
+            totals.bounces += v.bounce;
+            totals.duration_ms += v.duration_ms;
+            totals.events += v.events;
+            add_visit(&mut dims, &levels, spec, &enc, i);
         }
-        if !kept.is_empty() {
-            out.insert(run[0].0, finish(b, spec, &kept));
+        let mut agg = Aggregate {
+            totals,
+            dims: BTreeMap::new(),
+        };
+        for (j, (d, cells)) in spec.dims.iter().zip(dims.iter_mut()).enumerate() {
+            let rows = finish(cells, &enc, j, &levels, run, spec.top_n);
+            agg.dims.insert(*d, rows);
         }
+        out.insert(run[0].0, agg);
     }
     out
 }
 
-fn add_session<'s>(b: &mut Builder<'s>, visit: usize, s: &Session<'s>, spec: &FoldSpec<'s>) {
-    let unfiltered = spec.filter.is_empty();
-    let count = |keep: &dyn Fn(&Event) -> bool| s.events.iter().filter(|e| keep(e)).count() as u64;
-    let pageviews = if unfiltered {
-        u64::from(s.pageviews)
-    } else {
-        count(&|e| spec.filter.counts_pageview(e))
-    };
-    let counted_custom = if unfiltered {
-        u64::from(s.custom_events)
-    } else {
-        count(&|e| spec.filter.counts_custom(e))
-    };
-    let bounce = u64::from(s.bounce);
-    if b.last_visitor != Some(s.visitor) {
-        b.last_visitor = Some(s.visitor);
-        b.totals.visitors += 1;
-    }
-    b.totals.visits += 1;
-    b.totals.pageviews += pageviews;
-    b.totals.bounces += bounce;
-    b.totals.duration_ms += s.duration_ms;
-    b.totals.events += counted_custom;
-    for (d, cells) in spec.dims.iter().zip(b.dims.iter_mut()) {
-        match d.level() {
-            Level::Session => {
-                let Some(value) = session_value(s, *d) else {
-                    continue;
-                };
-                let cell = cells.entry(value).or_default();
-                cell.visit(visit, s.visitor);
-                cell.m.pageviews += pageviews;
-                cell.m.bounces += bounce;
-                cell.m.duration_ms += s.duration_ms;
-                cell.m.events += counted_custom;
+/// The second pass for one visit: its ids into the cells.
+fn add_visit(
+    dims: &mut [Cells],
+    levels: &[Level],
+    spec: &FoldSpec<'_>,
+    enc: &Encoded<'_>,
+    i: usize,
+) {
+    let v = &enc.visits[i];
+    let (visit, ids) = (i + 1, &enc.ids);
+    let (mut at, mut value_at) = (v.ids_at, v.values_at);
+    for ((d, level), cells) in spec.dims.iter().zip(levels).zip(dims.iter_mut()) {
+        if *level == Level::Session {
+            let id = ids[at];
+            at += 1;
+            if id != NONE {
+                let m = cells.visit(id, visit, v.visitor);
+                m.pageviews += v.pageviews;
+                m.bounces += v.bounce;
+                m.duration_ms += v.duration_ms;
+                m.events += v.events;
                 if *d == Dimension::EntryPage {
-                    cell.m.entries += 1;
+                    m.entries += 1;
                 }
             }
-            Level::PageView => {
-                let mut first = true;
-                for e in s.events.iter().filter(|e| e.kind == Kind::PageView) {
-                    let entry = std::mem::take(&mut first);
-                    if !spec.filter.counts_pageview(e) {
-                        continue;
-                    }
-                    let cell = cells.entry(e.path.as_str()).or_default();
-                    cell.visit(visit, s.visitor);
-                    cell.m.pageviews += 1;
-                    if entry {
-                        cell.m.entries += 1;
-                        cell.m.bounces += bounce;
-                    }
+            continue;
+        }
+        let n = ids[at] as usize;
+        let slots = &ids[at + 1..at + 1 + n];
+        at += 1 + n;
+        for &id in slots {
+            let m = cells.visit(id, visit, v.visitor);
+            if *level == Level::PageView {
+                m.pageviews += 1;
+                if id & ENTRY != 0 {
+                    m.entries += 1;
+                    m.bounces += v.bounce;
                 }
-            }
-            Level::Custom => {
-                for e in s.events.iter().filter(|e| spec.filter.counts_custom(e)) {
-                    let Some(name) = e.name.as_deref() else {
-                        continue;
-                    };
-                    let cell = cells.entry(name).or_default();
-                    cell.visit(visit, s.visitor);
-                    cell.m.events += 1;
-                    cell.m.value += e.value.unwrap_or(0.0);
-                }
-            }
-            Level::Goal => {
-                for (name, matcher) in spec.goals {
-                    for e in s.events.iter().filter(|e| converts(spec, matcher, e)) {
-                        let cell = cells.entry(name.as_str()).or_default();
-                        cell.visit(visit, s.visitor);
-                        cell.m.events += 1;
-                        cell.m.value += e.value.unwrap_or(0.0);
-                    }
-                }
+            } else {
+                m.events += 1;
+                m.value += enc.values[value_at];
+                value_at += 1;
             }
         }
     }
@@ -269,79 +492,62 @@ fn converts(spec: &FoldSpec<'_>, matcher: &Matcher, e: &Event) -> bool {
     (spec.filter.counts_pageview(e) || spec.filter.counts_custom(e)) && matcher.converts(e)
 }
 
-/// Calls `f` with every value of `d` a visit counts under.
-fn keys_of<'s>(d: Dimension, s: &Session<'s>, spec: &FoldSpec<'s>, f: &mut dyn FnMut(&'s str)) {
-    match d.level() {
-        Level::Session => {
-            if let Some(v) = session_value(s, d) {
-                f(v);
+/// Turns one dimension's touched cells into rows (cut to the top N, with
+/// an [`OTHER`] row for the rest) and resets them for the next bucket.
+fn finish<K>(
+    cells: &mut Cells,
+    enc: &Encoded<'_>,
+    dim: usize,
+    levels: &[Level],
+    run: &[(K, u64, usize)],
+    top_n: Option<usize>,
+) -> BTreeMap<String, Metrics> {
+    let names = &enc.dicts[enc.dict_of[dim]].names;
+    let mut touched: Vec<(u32, Metrics)> = cells
+        .touched
+        .drain(..)
+        .map(|id| (id, std::mem::take(&mut cells.cells[id as usize]).m))
+        .collect();
+    let mut rows = BTreeMap::new();
+    if let Some(n) = top_n.filter(|n| touched.len() > *n) {
+        touched.sort_by(|(ia, a), (ib, b)| {
+            rank(b, a).then_with(|| names[*ia as usize].cmp(names[*ib as usize]))
+        });
+        let rest = touched.split_off(n);
+        let mut other = Metrics::default();
+        let mut in_top = vec![false; names.len()];
+        for (id, _) in &touched {
+            in_top[*id as usize] = true;
+        }
+        for (_, m) in rest {
+            other.add(&m);
+        }
+        // Distinct visitors of the folded values: one more pass over the
+        // bucket's visits (still grouped by visitor), over ids only.
+        let (mut visitors, mut last) = (0, None);
+        for &(_, visitor, i) in run {
+            let slots = slot(levels, &enc.ids, enc.visits[i].ids_at, dim);
+            let outside = slots
+                .iter()
+                .any(|&id| id != NONE && !in_top[(id & ID_MASK) as usize]);
+            if outside && last != Some(visitor) {
+                last = Some(visitor);
+                visitors += 1;
             }
         }
-        Level::PageView => {
-            for e in s.events.iter().filter(|e| spec.filter.counts_pageview(e)) {
-                f(&e.path);
-            }
+        other.visitors = visitors;
+        for (id, m) in touched {
+            rows.insert(names[id as usize].to_owned(), m);
         }
-        Level::Custom => {
-            for e in s.events.iter().filter(|e| spec.filter.counts_custom(e)) {
-                if let Some(name) = e.name.as_deref() {
-                    f(name);
-                }
-            }
-        }
-        Level::Goal => {
-            for (name, matcher) in spec.goals {
-                if s.events.iter().any(|e| converts(spec, matcher, e)) {
-                    f(name);
-                }
-            }
-        }
+        rows.entry(OTHER.to_owned())
+            .or_insert_with(Metrics::default)
+            .add(&other);
+        return rows;
     }
-}
-
-fn finish<'s>(b: Builder<'s>, spec: &FoldSpec<'s>, kept: &[&Session<'s>]) -> Aggregate {
-    let totals = b.totals;
-    let mut dims = BTreeMap::new();
-    for (d, cells) in spec.dims.iter().zip(b.dims) {
-        let mut cells: Vec<(&str, Cell)> = cells.into_iter().collect();
-        let mut rows = BTreeMap::new();
-        match spec.top_n {
-            Some(n) if cells.len() > n => {
-                cells.sort_by(|(ka, a), (kb, b)| rank(&b.m, &a.m).then_with(|| ka.cmp(kb)));
-                let rest = cells.split_off(n);
-                let mut other = Metrics::default();
-                for (_, c) in &rest {
-                    other.add(&c.m);
-                }
-                // Distinct visitors of the folded values: one more pass over
-                // the bucket's visits (still grouped by visitor).
-                let top: HashSet<&str> = cells.iter().map(|(k, _)| *k).collect();
-                let (mut visitors, mut last) = (0, None);
-                for s in kept {
-                    let mut outside = false;
-                    keys_of(*d, s, spec, &mut |k| outside |= !top.contains(k));
-                    if outside && last != Some(s.visitor) {
-                        last = Some(s.visitor);
-                        visitors += 1;
-                    }
-                }
-                other.visitors = visitors;
-                for (k, c) in cells {
-                    rows.insert(k.to_owned(), c.m);
-                }
-                rows.entry(OTHER.to_owned())
-                    .or_insert_with(Metrics::default)
-                    .add(&other);
-            }
-            _ => {
-                for (k, c) in cells {
-                    rows.insert(k.to_owned(), c.m);
-                }
-            }
-        }
-        dims.insert(*d, rows);
+    for (id, m) in touched {
+        rows.insert(names[id as usize].to_owned(), m);
     }
-    Aggregate { totals, dims }
+    rows
 }
 
 /// The order of rows in reports: visitors, then visits, page views,
@@ -363,6 +569,7 @@ mod tests {
     use crate::session::sessions;
     use crate::session::tests::ev;
     use crate::zone::Zone;
+    use std::collections::HashSet;
 
     fn spec<'a>(dims: &'a [Dimension], filter: &'a Filter, top_n: Option<usize>) -> FoldSpec<'a> {
         FoldSpec {
@@ -436,6 +643,90 @@ mod tests {
         let total: u64 = rows.values().map(|m| m.pageviews).sum();
         assert_eq!(total, agg.totals.pageviews);
         assert_eq!(rows[OTHER].pageviews, 7);
+    }
+
+    type Values = Box<dyn Fn(&Session<'_>) -> Vec<String>>;
+
+    /// Counts one dimension the slow way: sets of visitors and visits per
+    /// value, over every visit's values.
+    fn naive(
+        visits: &[Session<'_>],
+        values: impl Fn(&Session<'_>) -> Vec<String>,
+    ) -> BTreeMap<String, (u64, u64)> {
+        let mut sets: BTreeMap<String, (HashSet<u64>, HashSet<usize>)> = BTreeMap::new();
+        for (i, s) in visits.iter().enumerate() {
+            for v in values(s) {
+                let e = sets.entry(v).or_default();
+                e.0.insert(s.visitor);
+                e.1.insert(i);
+            }
+        }
+        sets.into_iter()
+            .map(|(k, (u, v))| (k, (u.len() as u64, v.len() as u64)))
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fold_matches_counting_with_sets(
+            raw in proptest::collection::vec((0u8..6, 0u8..8, 0u8..5, 0u8..3, 0i64..400), 1..80),
+            top in 1usize..6,
+        ) {
+            let browsers = ["Chrome", "Safari", "Firefox"];
+            let events: Vec<Event> = raw
+                .iter()
+                .map(|&(visitor, tab, page, b, minute)| {
+                    let kind = if page == 4 { Kind::Custom } else { Kind::PageView };
+                    let mut e = ev(kind, minute * 60_000, &format!("t{visitor}-{tab}"), &format!("/p{page}"));
+                    e.vid = format!("{:016x}", u64::from(visitor) + 1);
+                    e.browser = browsers[usize::from(b)].into();
+                    e
+                })
+                .collect();
+            let mut sorted = events.clone();
+            sorted.sort_by_key(|e| e.ts);
+            let visits = sessions(&sorted, &Zone::utc());
+            let filter = Filter::default();
+            let dims = [Dimension::Page, Dimension::EntryPage, Dimension::Browser];
+            let out = fold(&visits, &spec(&dims, &filter, None), |_| Some(0));
+            let agg = &out[&0];
+            let all: HashSet<u64> = visits.iter().map(|s| s.visitor).collect();
+            proptest::prop_assert_eq!(agg.totals.visitors, all.len() as u64);
+            proptest::prop_assert_eq!(agg.totals.visits, visits.len() as u64);
+            let page_values = |s: &Session<'_>| {
+                s.events.iter().filter(|e| e.kind == Kind::PageView).map(|e| e.path.clone()).collect()
+            };
+            let cases: [(Dimension, Values); 3] = [
+                (Dimension::Page, Box::new(page_values)),
+                (Dimension::EntryPage, Box::new(|s: &Session<'_>| s.entry.map(str::to_owned).into_iter().collect())),
+                (Dimension::Browser, Box::new(|s: &Session<'_>| vec![s.first.browser.clone()])),
+            ];
+            for (d, values) in &cases {
+                let got: BTreeMap<String, (u64, u64)> = agg.dims[d]
+                    .iter()
+                    .map(|(k, m)| (k.clone(), (m.visitors, m.visits)))
+                    .collect();
+                proptest::prop_assert_eq!(&got, &naive(&visits, values), "{:?}", d);
+            }
+            // Cut to the top pages, the (other) row has the distinct visitors
+            // of the pages left out, and the kept rows are unchanged.
+            let cut = &fold(&visits, &spec(&[Dimension::Page], &filter, Some(top)), |_| Some(0))[&0];
+            let rows = &cut.dims[&Dimension::Page];
+            if let Some(other) = rows.get(OTHER) {
+                let kept: HashSet<&str> = rows.keys().map(String::as_str).filter(|k| *k != OTHER).collect();
+                let outside: HashSet<u64> = visits
+                    .iter()
+                    .filter(|s| page_values(s).iter().any(|p: &String| !kept.contains(p.as_str())))
+                    .map(|s| s.visitor)
+                    .collect();
+                proptest::prop_assert_eq!(other.visitors, outside.len() as u64);
+                for k in &kept {
+                    proptest::prop_assert_eq!(&rows[*k], &agg.dims[&Dimension::Page][*k]);
+                }
+            } else {
+                proptest::prop_assert_eq!(rows, &agg.dims[&Dimension::Page]);
+            }
+        }
     }
 
     #[test]

@@ -80,48 +80,91 @@ fn kind_order(k: Kind) -> u8 {
 /// engagement beacons (a tab hidden after a long pause) are not visits and
 /// are left out.
 pub fn sessions<'a>(events: &'a [Event], zone: &Zone) -> Vec<Session<'a>> {
-    // Tabs in the order of their first event, so the result does not depend
-    // on hashing.
-    let mut index: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut groups: Vec<Vec<&Event>> = Vec::new();
+    // Tabs numbered in the order of their first event, so the result does
+    // not depend on hashing; then every tab's events gathered into one flat
+    // list (a counting sort, which keeps each tab's events in input order).
+    let mut index: FxHashMap<&str, u32> = FxHashMap::default();
+    let mut tab_of = Vec::with_capacity(events.len());
+    let mut sizes: Vec<usize> = Vec::new();
     for e in events {
         let key = if e.sid.is_empty() {
             e.vid.as_str()
         } else {
             e.sid.as_str()
         };
-        let i = *index.entry(key).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
-        groups[i].push(e);
+        let next = u32::try_from(sizes.len()).unwrap_or(u32::MAX);
+        let tab = *index.entry(key).or_insert(next);
+        if tab == next {
+            sizes.push(0);
+        }
+        sizes[tab as usize] += 1;
+        tab_of.push(tab);
     }
-    let mut out = Vec::with_capacity(groups.len());
-    let mut day_end_cache: FxHashMap<time::Date, Millis> = FxHashMap::default();
-    let mut limit_after = |ts: Millis| {
-        let day = zone.local_date(ts);
-        *day_end_cache
-            .entry(day)
-            .or_insert_with(|| zone.day_end(day))
-            + MAX_SPILL_MS
+    drop(index);
+    let mut starts = Vec::with_capacity(sizes.len() + 1);
+    let mut at = 0;
+    for n in &sizes {
+        starts.push(at);
+        at += n;
+    }
+    starts.push(at);
+    let mut fill = starts.clone();
+    let Some(first) = events.first() else {
+        return Vec::new();
     };
-    for mut group in groups {
+    let mut flat: Vec<&Event> = vec![first; events.len()];
+    for (e, tab) in events.iter().zip(tab_of) {
+        let slot = &mut fill[tab as usize];
+        flat[*slot] = e;
+        *slot += 1;
+    }
+    let mut out = Vec::with_capacity(sizes.len());
+    let mut days = DayCache::new(zone);
+    for w in starts.windows(2) {
+        let group = &mut flat[w[0]..w[1]];
         let order = |e: &&Event| (e.ts, kind_order(e.kind));
         if !group.is_sorted_by_key(order) {
             group.sort_by_key(order);
         }
         let mut start = 0;
-        let mut limit = limit_after(group[0].ts);
+        let mut limit = days.end(group[0].ts) + MAX_SPILL_MS;
         for i in 1..group.len() {
             if group[i].ts - group[i - 1].ts > SESSION_GAP_MS || group[i].ts >= limit {
                 push(&mut out, &group[start..i]);
                 start = i;
-                limit = limit_after(group[i].ts);
+                limit = days.end(group[i].ts) + MAX_SPILL_MS;
             }
         }
         push(&mut out, &group[start..]);
     }
     out
+}
+
+/// The end of the local day of an instant, remembering the last day asked
+/// for (a day's events mostly fall in it).
+struct DayCache<'z> {
+    zone: &'z Zone,
+    start: Millis,
+    end: Millis,
+}
+
+impl<'z> DayCache<'z> {
+    fn new(zone: &'z Zone) -> Self {
+        Self {
+            zone,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    fn end(&mut self, ts: Millis) -> Millis {
+        if !(self.start..self.end).contains(&ts) {
+            let day = self.zone.local_date(ts);
+            self.start = self.zone.day_start(day);
+            self.end = self.zone.day_end(day);
+        }
+        self.end
+    }
 }
 
 fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
