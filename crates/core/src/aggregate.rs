@@ -217,7 +217,7 @@ fn encode<'s, K>(
     sessions: &[Session<'s>],
     spec: &FoldSpec<'s>,
     bucket: &impl Fn(&Session<'s>) -> Option<K>,
-    keys: &mut Vec<(K, u64, usize)>,
+    keys: &mut Vec<(K, usize, usize)>,
 ) -> Encoded<'s> {
     let mut dict_of = Vec::with_capacity(spec.dims.len());
     let mut page_dict = None;
@@ -242,6 +242,7 @@ fn encode<'s, K>(
     };
     let mut statics: Vec<Vec<(Addr, u32)>> = spec.dims.iter().map(|_| Vec::new()).collect();
     let unfiltered = spec.filter.is_empty();
+    let mut first_visit: HashMap<u64, usize> = HashMap::default();
     for s in sessions {
         let Some(k) = bucket(s) else { continue };
         if !spec.filter.keeps(s, spec.goals) {
@@ -256,7 +257,11 @@ fn encode<'s, K>(
                 count(&|e| spec.filter.counts_custom(e)) as u64,
             )
         };
-        keys.push((k, s.visitor, enc.visits.len()));
+        // A visitor is known by its first visit, so sorting by it groups a
+        // visitor's visits while keeping the visits' own order otherwise
+        // (the second pass then reads the encoded visits nearly in order).
+        let visitor = *first_visit.entry(s.visitor).or_insert(enc.visits.len());
+        keys.push((k, visitor, enc.visits.len()));
         enc.visits.push(Visit {
             visitor: s.visitor,
             pageviews,
@@ -390,8 +395,9 @@ impl Cells {
 ///
 /// Two passes: [`encode`] reads the visits in their own order and reduces
 /// every dimension value to an id; then the visits are sorted by (bucket,
-/// visitor), so within a bucket each visitor's visits are consecutive and
-/// distinct counts are a comparison with the last visitor seen.
+/// visitor's first visit, visit), so within a bucket each visitor's visits
+/// are consecutive and distinct counts are a comparison with the last
+/// visitor seen.
 pub fn fold<'s, K: Ord + Copy>(
     sessions: &[Session<'s>],
     spec: &FoldSpec<'s>,
@@ -499,7 +505,7 @@ fn finish<K>(
     enc: &Encoded<'_>,
     dim: usize,
     levels: &[Level],
-    run: &[(K, u64, usize)],
+    run: &[(K, usize, usize)],
     top_n: Option<usize>,
 ) -> BTreeMap<String, Metrics> {
     let names = &enc.dicts[enc.dict_of[dim]].names;
