@@ -213,12 +213,12 @@ fn is_enum_valued(d: Dimension) -> bool {
 /// The first pass, in the visits' own order, which is the order of their
 /// events in memory: everything the fold reads from events and their
 /// strings is read here, once, and reduced to ids.
-fn encode<'s, K>(
-    sessions: &[Session<'s>],
-    spec: &FoldSpec<'s>,
+fn encode<'x, 's: 'x, 'f: 'x, K>(
+    sessions: &'x [Session<'s>],
+    spec: &'x FoldSpec<'f>,
     bucket: &impl Fn(&Session<'s>) -> Option<K>,
     keys: &mut Vec<(K, usize, usize)>,
-) -> Encoded<'s> {
+) -> Encoded<'x> {
     let mut dict_of = Vec::with_capacity(spec.dims.len());
     let mut page_dict = None;
     let mut n_dicts = 0;
@@ -338,21 +338,6 @@ fn encode<'s, K>(
     enc
 }
 
-/// The ids of dimension number `dim` of the visit whose ids start at `at`.
-fn slot<'a>(levels: &[Level], ids: &'a [u32], mut at: usize, dim: usize) -> &'a [u32] {
-    for (j, level) in levels.iter().enumerate() {
-        let (start, len) = match level {
-            Level::Session => (at, 1),
-            _ => (at + 1, ids[at] as usize),
-        };
-        if j == dim {
-            return &ids[start..start + len];
-        }
-        at = start + len;
-    }
-    &[]
-}
-
 #[derive(Default, Clone)]
 struct Cell {
     m: Metrics,
@@ -400,7 +385,7 @@ impl Cells {
 /// visitor seen.
 pub fn fold<'s, K: Ord + Copy>(
     sessions: &[Session<'s>],
-    spec: &FoldSpec<'s>,
+    spec: &FoldSpec<'_>,
     bucket: impl Fn(&Session<'s>) -> Option<K>,
 ) -> BTreeMap<K, Aggregate> {
     let mut order = Vec::with_capacity(sessions.len());
@@ -436,10 +421,8 @@ pub fn fold<'s, K: Ord + Copy>(
             totals,
             dims: BTreeMap::new(),
         };
-        for (j, (d, cells)) in spec.dims.iter().zip(dims.iter_mut()).enumerate() {
-            let rows = finish(cells, &enc, j, &levels, run, spec.top_n);
-            agg.dims.insert(*d, rows);
-        }
+        let rows = finish(&mut dims, &enc, &levels, run, spec.top_n);
+        agg.dims = spec.dims.iter().copied().zip(rows).collect();
         out.insert(run[0].0, agg);
     }
     out
@@ -498,62 +481,91 @@ fn converts(spec: &FoldSpec<'_>, matcher: &Matcher, e: &Event) -> bool {
     (spec.filter.counts_pageview(e) || spec.filter.counts_custom(e)) && matcher.converts(e)
 }
 
-/// Turns one dimension's touched cells into rows (cut to the top N, with
+/// One dimension's rows for a bucket before they are named: the kept rows,
+/// and for a dimension cut to its top N, the folded rest and which ids
+/// were kept.
+struct Cut {
+    rows: Vec<(u32, Metrics)>,
+    other: Option<(Metrics, Vec<bool>)>,
+}
+
+/// Turns every dimension's touched cells into rows (cut to the top N, with
 /// an [`OTHER`] row for the rest) and resets them for the next bucket.
 fn finish<K>(
-    cells: &mut Cells,
+    dims: &mut [Cells],
     enc: &Encoded<'_>,
-    dim: usize,
     levels: &[Level],
     run: &[(K, usize, usize)],
     top_n: Option<usize>,
-) -> BTreeMap<String, Metrics> {
-    let names = &enc.dicts[enc.dict_of[dim]].names;
-    let mut touched: Vec<(u32, Metrics)> = cells
-        .touched
-        .drain(..)
-        .map(|id| (id, std::mem::take(&mut cells.cells[id as usize]).m))
-        .collect();
-    let mut rows = BTreeMap::new();
-    if let Some(n) = top_n.filter(|n| touched.len() > *n) {
-        touched.sort_by(|(ia, a), (ib, b)| {
-            rank(b, a).then_with(|| names[*ia as usize].cmp(names[*ib as usize]))
-        });
-        let rest = touched.split_off(n);
-        let mut other = Metrics::default();
-        let mut in_top = vec![false; names.len()];
-        for (id, _) in &touched {
-            in_top[*id as usize] = true;
+) -> Vec<BTreeMap<String, Metrics>> {
+    let mut cuts: Vec<Cut> = Vec::with_capacity(dims.len());
+    for (j, cells) in dims.iter_mut().enumerate() {
+        let names = &enc.dicts[enc.dict_of[j]].names;
+        let mut rows: Vec<(u32, Metrics)> = cells
+            .touched
+            .drain(..)
+            .map(|id| (id, std::mem::take(&mut cells.cells[id as usize]).m))
+            .collect();
+        let mut other = None;
+        if let Some(n) = top_n.filter(|n| rows.len() > *n) {
+            rows.sort_by(|(ia, a), (ib, b)| {
+                rank(b, a).then_with(|| names[*ia as usize].cmp(names[*ib as usize]))
+            });
+            let mut rest = Metrics::default();
+            for (_, m) in rows.split_off(n) {
+                rest.add(&m);
+            }
+            // Counted below: a visitor of several folded values is one.
+            rest.visitors = 0;
+            let mut in_top = vec![false; names.len()];
+            for (id, _) in &rows {
+                in_top[*id as usize] = true;
+            }
+            other = Some((rest, in_top));
         }
-        for (_, m) in rest {
-            other.add(&m);
-        }
-        // Distinct visitors of the folded values: one more pass over the
-        // bucket's visits (still grouped by visitor), over ids only.
-        let (mut visitors, mut last) = (0, None);
+        cuts.push(Cut { rows, other });
+    }
+    // Distinct visitors of the folded values: one more pass over the
+    // bucket's visits (still grouped by visitor), over ids only, for every
+    // cut dimension at once.
+    if cuts.iter().any(|c| c.other.is_some()) {
+        let mut last: Vec<Option<usize>> = vec![None; cuts.len()];
         for &(_, visitor, i) in run {
-            let slots = slot(levels, &enc.ids, enc.visits[i].ids_at, dim);
-            let outside = slots
-                .iter()
-                .any(|&id| id != NONE && !in_top[(id & ID_MASK) as usize]);
-            if outside && last != Some(visitor) {
-                last = Some(visitor);
-                visitors += 1;
+            let mut at = enc.visits[i].ids_at;
+            for (j, level) in levels.iter().enumerate() {
+                let (start, len) = match level {
+                    Level::Session => (at, 1),
+                    _ => (at + 1, enc.ids[at] as usize),
+                };
+                at = start + len;
+                let Some((rest, in_top)) = &mut cuts[j].other else {
+                    continue;
+                };
+                let outside = enc.ids[start..start + len]
+                    .iter()
+                    .any(|&id| id != NONE && !in_top[(id & ID_MASK) as usize]);
+                if outside && last[j] != Some(visitor) {
+                    last[j] = Some(visitor);
+                    rest.visitors += 1;
+                }
             }
         }
-        other.visitors = visitors;
-        for (id, m) in touched {
-            rows.insert(names[id as usize].to_owned(), m);
-        }
-        rows.entry(OTHER.to_owned())
-            .or_insert_with(Metrics::default)
-            .add(&other);
-        return rows;
     }
-    for (id, m) in touched {
-        rows.insert(names[id as usize].to_owned(), m);
-    }
-    rows
+    cuts.into_iter()
+        .enumerate()
+        .map(|(j, cut)| {
+            let names = &enc.dicts[enc.dict_of[j]].names;
+            let mut rows: BTreeMap<String, Metrics> = cut
+                .rows
+                .into_iter()
+                .map(|(id, m)| (names[id as usize].to_owned(), m))
+                .collect();
+            if let Some((rest, _)) = cut.other {
+                rows.entry(OTHER.to_owned()).or_default().add(&rest);
+            }
+            rows
+        })
+        .collect()
 }
 
 /// The order of rows in reports: visitors, then visits, page views,

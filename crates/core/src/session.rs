@@ -13,6 +13,7 @@ use crate::event::{Event, Kind};
 use crate::zone::Zone;
 use crate::{HOUR_MS, MINUTE_MS, Millis};
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// A visit ends after this long without an event.
 pub const SESSION_GAP_MS: Millis = 30 * MINUTE_MS;
@@ -38,8 +39,9 @@ pub struct Session<'a> {
     pub end: Millis,
     /// The first event: the visit's source, device, country, ….
     pub first: &'a Event,
-    /// Every event of the visit, in time order.
-    pub events: Vec<&'a Event>,
+    /// Every event of the visit, in time order (most visits have a few, held
+    /// inline: building a day's visits allocates no memory per visit).
+    pub events: SmallVec<[&'a Event; 8]>,
     /// Page views in the visit.
     pub pageviews: u32,
     /// Custom events in the visit.
@@ -194,7 +196,7 @@ fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
         start: first.ts,
         end: last.ts,
         first,
-        events: events.to_vec(),
+        events: SmallVec::from_slice(events),
         pageviews,
         custom_events: custom,
         entry,

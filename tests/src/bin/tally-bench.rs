@@ -304,13 +304,25 @@ async fn fold_bench() {
         filter: &filter,
         top_n: Some(300),
     };
-    let t = Instant::now();
+    // The fastest of five runs: the machine is shared, and the first run
+    // also pays for fresh pages.
+    let runs: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let visits = sessions(&sorted, &zone);
+            let out = fold(&visits, &spec, |s| Some(zone.local_date(s.start)));
+            let secs = t.elapsed().as_secs_f64();
+            assert!(out.contains_key(&day));
+            secs
+        })
+        .collect();
+    let secs = runs.iter().copied().fold(f64::MAX, f64::min);
     let visits = sessions(&sorted, &zone);
     let out = fold(&visits, &spec, |s| Some(zone.local_date(s.start)));
-    let secs = t.elapsed().as_secs_f64();
     println!(
-        "pure fold, all 20 dimensions: {n} events, {} visits, {:.3} s, {:.2} M events/s (one core)",
+        "pure fold, all 20 dimensions: {n} events, {} visits; first run {:.3} s, best of 5 {:.3} s = {:.2} M events/s (one core)",
         visits.len(),
+        runs[0],
         secs,
         n as f64 / secs / 1e6
     );
@@ -325,6 +337,9 @@ async fn fold_bench() {
         n as f64 / secs / 1e6
     );
     assert!(out.contains_key(&day));
+    if std::env::var_os("TALLY_BENCH_PURE").is_some() {
+        return;
+    }
 
     let h = Harness::start().await;
     let options = ClientOptions {
