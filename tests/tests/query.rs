@@ -1266,6 +1266,67 @@ async fn hand_made_visits_count_bounces_durations_and_splits_as_documented() {
 }
 
 #[tokio::test]
+async fn the_period_before_a_site_existed_costs_no_reads() {
+    let mut rig = Rig::new().await;
+    let zone = Zone::parse("Europe/Berlin").unwrap();
+    let created = zone.day_start(date!(2026 - 11 - 20)) + 9 * HOUR;
+    let site = Site::new(
+        "young",
+        &["example.com".to_owned()],
+        "Europe/Berlin",
+        created,
+    )
+    .unwrap();
+    rig.h.store.create_site(&site).await.unwrap();
+    let key = rig.key("young", None).await;
+    let mut rng = Rng::new(11);
+    let v = visitor(2);
+    let mut tab = Tab::new(&mut rng, "young", "example.com", &v);
+    let at = created + 2 * HOUR;
+    let posts = vec![tab.pageview(&mut rng, at, "/", None)];
+    post_at(
+        &rig,
+        posts,
+        zone.day_start(date!(2026 - 11 - 27)) + 12 * HOUR,
+    )
+    .await;
+    let range = "from=2026-11-20&to=2026-11-26";
+    let queries = |rig: &Rig| {
+        rig.h
+            .counter
+            .by_operation()
+            .get("Query")
+            .copied()
+            .unwrap_or(0)
+    };
+    // Warm the site and key caches, then count what each answer reads.
+    let _ = rig
+        .get(&key, &format!("/api/sites/young/stats?{range}"))
+        .await;
+    rig.h.counter.reset();
+    let (status, alone) = rig
+        .get(&key, &format!("/api/sites/young/stats?{range}"))
+        .await;
+    assert_eq!(status, 200, "{alone}");
+    let without = queries(&rig);
+    rig.h.counter.reset();
+    let (status, compared) = rig
+        .get(
+            &key,
+            &format!("/api/sites/young/stats?{range}&compare=previous"),
+        )
+        .await;
+    assert_eq!(status, 200, "{compared}");
+    assert_eq!(compared["results"]["visitors"], 1);
+    assert_eq!(compared["comparison"]["visitors"], 0, "{compared}");
+    // The previous week (13-19 November) is before the site existed: its
+    // raw hour partitions (7 x 24) are not read, only one Query page of
+    // rollups (where imported history would be).
+    assert!(without > 0);
+    assert_eq!(queries(&rig), without + 1, "the earlier week was read");
+}
+
+#[tokio::test]
 async fn a_visit_at_2330_local_time_lands_on_that_local_day() {
     for tz in ["Europe/Berlin", "Pacific/Auckland", "America/Los_Angeles"] {
         let (rig, key, zone) = small_site(tz).await;

@@ -9,6 +9,7 @@ use tally_core::aggregate::{Aggregate, FoldSpec, fold};
 use tally_core::dimension::Dimension;
 use tally_core::filter::Filter;
 use tally_core::goal::Matcher;
+use tally_core::payload::CLIENT_CLOCK_BEHIND_MS;
 use tally_core::range::DateRange;
 use tally_core::session::{MAX_SPILL_MS, READ_BEFORE_MS, sessions};
 use tally_core::site::Site;
@@ -134,25 +135,36 @@ impl Sources {
     }
 }
 
-/// The raw-event window that decides the visits started in `range`.
-pub fn raw_window(range: DateRange, zone: &Zone, now: Millis) -> Option<(Millis, Millis)> {
+/// The raw-event window that decides the visits started in `range`, for a
+/// site created at `created_at`: nothing before its creation is read (an
+/// event's time is at most [`CLIENT_CLOCK_BEHIND_MS`] before it was
+/// received), so a comparison with the period before a new site existed
+/// reads none of its hour partitions.
+pub fn raw_window(
+    range: DateRange,
+    zone: &Zone,
+    now: Millis,
+    created_at: Millis,
+) -> Option<(Millis, Millis)> {
     let (start, end) = range.bounds(zone);
-    let from = start - READ_BEFORE_MS;
+    let from = (start - READ_BEFORE_MS).max(created_at - CLIENT_CLOCK_BEHIND_MS);
     let to = (end + MAX_SPILL_MS).min(now + HOUR_MS);
     (from < to).then_some((from, to))
 }
 
 /// One aggregate per day of the range (days without visits may be absent),
-/// and where each day came from.
+/// and where each day came from. Days before the site was created can only
+/// have imported rollups: their raw tail reads nothing (see [`raw_window`]).
 pub async fn days<S: QueryStore>(
     store: &S,
     r: &Request<'_>,
 ) -> Result<(BTreeMap<Date, Aggregate>, Sources), ApiError> {
     let mut out = BTreeMap::new();
     let mut sources = Sources::default();
-    let mut tail_from = r.range.from;
+    let range = r.range;
+    let mut tail_from = range.from;
     if r.config.use_rollups && r.filter.is_empty() {
-        let (start, end) = r.range.bounds(r.zone);
+        let (start, end) = range.bounds(r.zone);
         let candidates = prefix_candidates(r.zone, start, end, r.now, r.config.settle_ms);
         if let (Some(first), Some(last)) = (candidates.first().copied(), candidates.last().copied())
         {
@@ -171,10 +183,10 @@ pub async fn days<S: QueryStore>(
             }
         }
     }
-    if tail_from <= r.range.to {
+    if tail_from <= range.to {
         let tail = DateRange {
             from: tail_from,
-            to: r.range.to,
+            to: range.to,
         };
         sources.raw = tail.each_day().collect();
         out.extend(raw_days(store, r, tail).await?);
@@ -228,7 +240,7 @@ async fn raw_days<S: QueryStore>(
     r: &Request<'_>,
     range: DateRange,
 ) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
-    let Some((from, to)) = raw_window(range, r.zone, r.now) else {
+    let Some((from, to)) = raw_window(range, r.zone, r.now, r.site.created_at) else {
         return Ok(BTreeMap::new());
     };
     let events = store.events(r.site, from, to, r.now).await?;
@@ -252,7 +264,7 @@ pub async fn hours<S: QueryStore>(
     store: &S,
     r: &Request<'_>,
 ) -> Result<BTreeMap<Millis, Aggregate>, ApiError> {
-    let Some((from, to)) = raw_window(r.range, r.zone, r.now) else {
+    let Some((from, to)) = raw_window(r.range, r.zone, r.now, r.site.created_at) else {
         return Ok(BTreeMap::new());
     };
     let events = store.events(r.site, from, to, r.now).await?;

@@ -966,20 +966,4 @@ mod tests {
         );
         assert_eq!(INDEX.offsets[BUCKETS] as usize, PATTERN_COUNT);
     }
-
-    #[test]
-    fn detection_is_fast() {
-        // Generous bound so it holds on a loaded debug build; release is far
-        // below the 2 µs target.
-        let start = std::time::Instant::now();
-        let mut n = 0usize;
-        for _ in 0..20 {
-            for &(ua, ..) in REAL_BROWSER_UAS {
-                n += usize::from(detect_bot(ua).is_some());
-            }
-        }
-        let per_call = start.elapsed() / (20 * REAL_BROWSER_UAS.len()) as u32;
-        assert_eq!(n, 0);
-        assert!(per_call.as_micros() < 200, "{per_call:?} per call");
-    }
 }
