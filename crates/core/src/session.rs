@@ -39,8 +39,8 @@ pub struct Session<'a> {
     pub end: Millis,
     /// The first event: the visit's source, device, country, ….
     pub first: &'a Event,
-    /// Every event of the visit, in time order (most visits have a few, held
-    /// inline: building a day's visits allocates no memory per visit).
+    /// Every event of the visit, in time order (up to eight are held inline,
+    /// so building a day's visits allocates nothing for most of them).
     pub events: SmallVec<[&'a Event; 8]>,
     /// Page views in the visit.
     pub pageviews: u32,
