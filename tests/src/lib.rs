@@ -142,3 +142,23 @@ pub fn status_and_json(
     };
     (status, json)
 }
+
+/// Stores `key` for `site` as `tally key create` would: its hash and the
+/// prefix shown in listings, never the key itself.
+pub async fn put_key(store: &Store, site: &str, key: &str) {
+    let record = tally_store::sites::ApiKeyRecord {
+        hash: tally_core::auth::hash_key(key),
+        prefix: key[..tally_core::auth::SHOWN_PREFIX_LEN].to_owned(),
+        label: "test".into(),
+        created_at: 0,
+        revoked_at: None,
+    };
+    store.put_api_key(site, &record).await.unwrap();
+}
+
+/// A new API key for `site`, made from `seed`, stored with [`put_key`].
+pub async fn new_key(store: &Store, site: &str, seed: u8) -> String {
+    let key = tally_core::auth::key_from_bytes(site, &[seed; 20]);
+    put_key(store, site, &key).await;
+    key
+}

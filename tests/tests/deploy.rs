@@ -155,14 +155,7 @@ async fn every_query_fixture_gets_its_answer_from_the_handler() {
         .unwrap();
     // The fixtures carry a documented test key; store its hash as `tally key create` would.
     let key = "tk_0123456789abcdef0123456789abcdef01234567.example.com";
-    let record = tally_store::sites::ApiKeyRecord {
-        hash: tally_core::auth::hash_key(key),
-        prefix: key[..9].to_owned(),
-        label: "fixtures".into(),
-        created_at: 0,
-        revoked_at: None,
-    };
-    h.store.put_api_key("example.com", &record).await.unwrap();
+    tally_tests::put_key(&h.store, "example.com", key).await;
     let query = tally_store::ports::DynamoQuery::new(h.store.clone());
     let clock = ManualClock::at(1_764_460_800_000);
     let cases = [

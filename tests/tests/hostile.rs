@@ -11,7 +11,6 @@ use tally_store::clock::ManualClock;
 use tally_store::item::string;
 use tally_store::ports::{DynamoIngest, DynamoQuery};
 use tally_store::salt::{SharedSalt, random_secret};
-use tally_store::sites::ApiKeyRecord;
 use tally_tests::{Harness, status_and_json};
 use time::macros::date;
 
@@ -19,6 +18,19 @@ const UA: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/53
 
 fn now() -> i64 {
     utc_midnight(date!(2026 - 11 - 30)) + 36_000_000
+}
+
+/// Posts a raw body to the ingest handler; its status and JSON answer.
+async fn post(ingest: &DynamoIngest, body: Vec<u8>) -> (u16, serde_json::Value) {
+    status_and_json(
+        handle(
+            ingest,
+            &ManualClock::at(now()),
+            &Config::default(),
+            raw_request(body),
+        )
+        .await,
+    )
 }
 
 fn raw_request(body: Vec<u8>) -> lambda_http::Request {
@@ -89,15 +101,7 @@ async fn hostile_collect_payloads_get_their_status_and_store_nothing() {
             .await
             .unwrap();
         let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
-        let (got, json) = status_and_json(
-            handle(
-                &ingest,
-                &ManualClock::at(now()),
-                &Config::default(),
-                raw_request(body),
-            )
-            .await,
-        );
+        let (got, json) = post(&ingest, body).await;
         assert_eq!(got, status, "{what}: {json}");
         assert!(
             json["error"]["code"].is_string() && json["error"]["message"].is_string(),
@@ -134,15 +138,7 @@ async fn odd_but_harmless_input_is_stored_cleaned() {
         ),
     ];
     for (what, body) in cases {
-        let (status, json) = status_and_json(
-            handle(
-                &ingest,
-                &ManualClock::at(now()),
-                &Config::default(),
-                raw_request(body),
-            )
-            .await,
-        );
+        let (status, json) = post(&ingest, body).await;
         assert_eq!(status, 202, "{what}: {json}");
     }
     let items = h.event_items().await;
@@ -168,15 +164,7 @@ async fn hostile_query_parameters_get_400s() {
         .create_site(&Site::new("blog", &["example.com".into()], "UTC", 0).unwrap())
         .await
         .unwrap();
-    let key = tally_core::auth::key_from_bytes("blog", &[6; 20]);
-    let record = ApiKeyRecord {
-        hash: tally_core::auth::hash_key(&key),
-        prefix: key[..9].into(),
-        label: String::new(),
-        created_at: 0,
-        revoked_at: None,
-    };
-    h.store.put_api_key("blog", &record).await.unwrap();
+    let key = tally_tests::new_key(&h.store, "blog", 6).await;
     let query = DynamoQuery::new(h.store.clone());
     let many = vec!["country==DE"; 40].join(";");
     let cases = [

@@ -14,7 +14,6 @@ use tally_core::{DAY_MS, HOUR_MS};
 use tally_store::clock::ManualClock;
 use tally_store::ports::{DynamoIngest, DynamoQuery};
 use tally_store::salt::{SharedSalt, random_secret};
-use tally_store::sites::ApiKeyRecord;
 use tally_tests::seed::{store_events, traffic};
 use tally_tests::{Harness, collect_request};
 use time::macros::date;
@@ -66,15 +65,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     let mut site = Site::new("iam", &["example.com".into()], "UTC", 0).unwrap();
     site.retention_days = 60;
     h.store.create_site(&site).await.unwrap();
-    let key = tally_core::auth::key_from_bytes("iam", &[4u8; 20]);
-    let record = ApiKeyRecord {
-        hash: tally_core::auth::hash_key(&key),
-        prefix: key[..9].into(),
-        label: String::new(),
-        created_at: 0,
-        revoked_at: None,
-    };
-    h.store.put_api_key("iam", &record).await.unwrap();
+    let key = tally_tests::new_key(&h.store, "iam", 4).await;
     let goal = tally_core::goal::Goal::new(
         "g",
         "G",

@@ -16,7 +16,6 @@ use tally_rollup::{JobConfig, run};
 use tally_store::clock::ManualClock;
 use tally_store::item::string;
 use tally_store::ports::DynamoQuery;
-use tally_store::sites::ApiKeyRecord;
 use tally_tests::Harness;
 use tally_tests::seed::{store_events, traffic};
 use time::macros::date;
@@ -27,15 +26,7 @@ async fn site_with_key(h: &Harness, id: &str, tz: &str, retention: u32) -> (Site
     let mut site = Site::new(id, &[format!("{id}.example")], tz, 0).unwrap();
     site.retention_days = retention;
     h.store.create_site(&site).await.unwrap();
-    let key = tally_core::auth::key_from_bytes(id, &[9u8; 20]);
-    let record = ApiKeyRecord {
-        hash: tally_core::auth::hash_key(&key),
-        prefix: key[..9].into(),
-        label: String::new(),
-        created_at: 0,
-        revoked_at: None,
-    };
-    h.store.put_api_key(id, &record).await.unwrap();
+    let key = tally_tests::new_key(&h.store, id, 9).await;
     (site, key)
 }
 

@@ -11,7 +11,6 @@ use tally_core::{DAY_MS, HOUR_MS};
 use tally_store::clock::ManualClock;
 use tally_store::ports::{DynamoIngest, DynamoQuery};
 use tally_store::salt::SharedSalt;
-use tally_store::sites::ApiKeyRecord;
 use tally_tests::{Harness, collect_request};
 use time::macros::date;
 
@@ -20,16 +19,7 @@ async fn site_and_key(h: &Harness, id: &str) -> String {
         .create_site(&Site::new(id, &["example.com".into()], "UTC", 0).unwrap())
         .await
         .unwrap();
-    let key = tally_core::auth::key_from_bytes(id, &[id.len() as u8; 20]);
-    let record = ApiKeyRecord {
-        hash: tally_core::auth::hash_key(&key),
-        prefix: key[..9].into(),
-        label: String::new(),
-        created_at: 0,
-        revoked_at: None,
-    };
-    h.store.put_api_key(id, &record).await.unwrap();
-    key
+    tally_tests::new_key(&h.store, id, id.len() as u8).await
 }
 
 fn query_request(site: &str, key: &str, ip: &str, origin: Option<&str>) -> lambda_http::Request {

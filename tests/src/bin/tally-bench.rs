@@ -22,7 +22,6 @@ use tally_query::{Config, handle_with};
 use tally_rollup::{JobConfig, roll_site, run};
 use tally_store::clock::ManualClock;
 use tally_store::ports::DynamoQuery;
-use tally_store::sites::ApiKeyRecord;
 use tally_store::{ClientOptions, RequestCounter, Store};
 use tally_tests::Harness;
 use tally_tests::seed::{store_events, traffic};
@@ -53,16 +52,7 @@ async fn main() {
 
 async fn with_key(store: &Store, site: &Site) -> String {
     store.create_site(site).await.unwrap();
-    let key = tally_core::auth::key_from_bytes(&site.id, &[3u8; 20]);
-    let record = ApiKeyRecord {
-        hash: tally_core::auth::hash_key(&key),
-        prefix: key[..9].into(),
-        label: "bench".into(),
-        created_at: 0,
-        revoked_at: None,
-    };
-    store.put_api_key(&site.id, &record).await.unwrap();
-    key
+    tally_tests::new_key(store, &site.id, 3).await
 }
 
 async fn get(
@@ -378,14 +368,7 @@ async fn coldstart() {
     let site = Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap();
     h.store.create_site(&site).await.unwrap();
     let key = "tk_0123456789abcdef0123456789abcdef01234567.example.com";
-    let record = ApiKeyRecord {
-        hash: tally_core::auth::hash_key(key),
-        prefix: key[..9].into(),
-        label: "bench".into(),
-        created_at: 0,
-        revoked_at: None,
-    };
-    h.store.put_api_key("example.com", &record).await.unwrap();
+    tally_tests::put_key(&h.store, "example.com", key).await;
     let fixture = |name: &str| std::fs::read_to_string(format!("infra/events/{name}")).unwrap();
     let env = vec![
         ("DYNAMODB_ENDPOINT", h.endpoint.clone()),
