@@ -8,6 +8,8 @@
 //! | raw event | `SITE#{site}#H#{YYYY-MM-DDTHH}[#{shard}]` | `{mm:ss.mmm}#{eid}` |
 //! | day rollup | `SITE#{site}` | `ROLLUP#DAY#{YYYY-MM-DD}` |
 //! | day dimensions | `SITE#{site}` | `ROLLUP#DIMS#{YYYY-MM-DD}` |
+//! | segment manifest of a UTC day | `SITE#{site}#SEG` | `M#{YYYY-MM-DD}` |
+//! | segment part | `SITE#{site}#SEG` | `P#{YYYY-MM-DD}#{part id}` |
 //! | daily salt | `SALT` | `DAY#{YYYY-MM-DD}` |
 //! | job state | `JOBS` | `JOB#{name}` |
 //! | rate window | `RATE#{site}#{minute}` | `{bucket}` |
@@ -152,6 +154,38 @@ pub fn rollup_dims_sk(day: Date) -> String {
 /// Parses [`rollup_dims_sk`].
 pub fn parse_rollup_dims_sk(sk: &str) -> Option<Date> {
     parse_date(sk.strip_prefix(ROLLUP_DIMS_PREFIX)?)
+}
+
+/// `SITE#{site}#SEG`: the partition of a site's segments and manifests.
+pub fn segment_pk(site: &str) -> String {
+    format!("SITE#{site}#SEG")
+}
+
+/// Parses [`segment_pk`].
+pub fn parse_segment_pk(pk: &str) -> Option<&str> {
+    parse_site_pk(pk.strip_suffix("#SEG")?)
+}
+
+/// `M#{YYYY-MM-DD}`: the segment manifest of a UTC day.
+pub fn manifest_sk(day: Date) -> String {
+    format!("M#{}", format_date(day))
+}
+
+/// Parses [`manifest_sk`].
+pub fn parse_manifest_sk(sk: &str) -> Option<Date> {
+    parse_date(sk.strip_prefix("M#")?)
+}
+
+/// `P#{YYYY-MM-DD}#{id}`: one part of a UTC day's segments (`id` is the
+/// part's content hash, 16 hex digits).
+pub fn part_sk(day: Date, id: &str) -> String {
+    format!("P#{}#{}", format_date(day), escape(id))
+}
+
+/// Parses [`part_sk`].
+pub fn parse_part_sk(sk: &str) -> Option<(Date, String)> {
+    let (day, id) = sk.strip_prefix("P#")?.split_once('#')?;
+    Some((parse_date(day)?, unescape(id)?))
 }
 
 /// `DAY#{YYYY-MM-DD}` under [`SALT_PK`]: the shared salt of a day.
@@ -423,6 +457,17 @@ mod tests {
             let escaped = escape(&text);
             prop_assert!(!escaped.contains('#'));
             prop_assert_eq!(unescape(&escaped), Some(text));
+        }
+
+        #[test]
+        fn segment_keys_round_trip(site in site_id(), days in 0i32..2_900_000, id in "[0-9a-f]{16}|\\PC{1,20}") {
+            let day = Date::from_julian_day(days + 1_721_426).unwrap();
+            let pk = segment_pk(&site);
+            prop_assert_eq!(parse_segment_pk(&pk), Some(site.as_str()));
+            prop_assert_eq!(parse_manifest_sk(&manifest_sk(day)), Some(day));
+            prop_assert_eq!(parse_part_sk(&part_sk(day, &id)), Some((day, id.clone())));
+            // Manifests and parts of a day range are each one sort-key range.
+            prop_assert!(manifest_sk(day) < part_sk(day, &id));
         }
 
         #[test]

@@ -13,10 +13,17 @@
 //! - [`payload`]: the tracker payload, its limits and every reason to refuse it.
 //! - [`event`]: the stored event and how an accepted payload becomes one.
 //! - [`classify`]: user agents, bots, referrers and time-zone countries.
+//! - [`session`], [`aggregate`]: events into visits, visits into counts.
+//! - [`window`], [`retention`]: settled days, sealed hours, what is still stored.
+//! - [`segment`]: compacted events (the columnar, compressed encoding).
+//! - [`plan`]: where each day of a read comes from (rollup, segment, raw).
+//! - [`compaction`]: which hours and days the job (re)compacts.
+//! - [`rollup`], [`report`]: stored day aggregates and JSON reports.
 
 pub mod aggregate;
 pub mod auth;
 pub mod classify;
+pub mod compaction;
 pub mod dimension;
 pub mod event;
 pub mod filter;
@@ -25,10 +32,13 @@ pub mod hex;
 pub mod keys;
 pub mod limit;
 pub mod payload;
+pub mod plan;
 pub mod range;
 pub mod report;
+pub mod retention;
 pub mod rollup;
 pub mod salt;
+pub mod segment;
 pub mod session;
 pub mod site;
 pub mod window;

@@ -5,8 +5,15 @@ use crate::keys::valid_site_id;
 use crate::zone::Zone;
 use serde::{Deserialize, Serialize};
 
-/// Raw events are kept this many days unless the site says otherwise.
-pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+/// Raw events are kept this many days unless the site says otherwise: the
+/// job's recompute window (three days) and the open hours need them; older
+/// days are read from segments.
+pub const DEFAULT_RETENTION_DAYS: u32 = 7;
+/// Segments (compacted events) are kept this many days unless the site says
+/// otherwise; `0` keeps them forever.
+pub const DEFAULT_HISTORY_DAYS: u32 = 400;
+/// The longest segment history a site may ask for (besides `0`, forever).
+pub const MAX_HISTORY_DAYS: u32 = 36_500;
 /// The longest raw retention a site may ask for.
 pub const MAX_RETENTION_DAYS: u32 = 3650;
 
@@ -22,6 +29,10 @@ pub struct Site {
     /// Days raw events are kept before their TTL removes them.
     #[serde(default = "default_retention")]
     pub retention_days: u32,
+    /// Days segments (compacted events, for filters, hourly series and
+    /// anything rollups cannot answer) are kept; `0` keeps them forever.
+    #[serde(default = "default_history")]
+    pub history_days: u32,
     /// Number of write shards of the raw-event partitions (1 = unsharded).
     #[serde(default = "default_shards")]
     pub shards: u16,
@@ -32,6 +43,10 @@ pub struct Site {
 
 fn default_retention() -> u32 {
     DEFAULT_RETENTION_DAYS
+}
+
+fn default_history() -> u32 {
+    DEFAULT_HISTORY_DAYS
 }
 
 fn default_shards() -> u16 {
@@ -56,6 +71,9 @@ pub enum SiteError {
     /// Retention out of range.
     #[error("retention must be between 1 and {MAX_RETENTION_DAYS} days")]
     InvalidRetention,
+    /// History out of range.
+    #[error("history must be 0 (forever) or between 1 and {MAX_HISTORY_DAYS} days")]
+    InvalidHistory,
 }
 
 impl Site {
@@ -74,6 +92,7 @@ impl Site {
                 .collect::<Result<_, _>>()?,
             time_zone: time_zone.to_owned(),
             retention_days: DEFAULT_RETENTION_DAYS,
+            history_days: DEFAULT_HISTORY_DAYS,
             shards: 1,
             created_at,
         };
@@ -98,6 +117,9 @@ impl Site {
             .map_err(|_| SiteError::InvalidTimeZone(self.time_zone.clone()))?;
         if self.retention_days == 0 || self.retention_days > MAX_RETENTION_DAYS {
             return Err(SiteError::InvalidRetention);
+        }
+        if self.history_days > MAX_HISTORY_DAYS {
+            return Err(SiteError::InvalidHistory);
         }
         Ok(())
     }
@@ -216,6 +238,26 @@ mod tests {
     fn validates_a_site() {
         let site = Site::new("blog", &["example.com".into()], "Europe/Berlin", 0).unwrap();
         assert_eq!(site.retention_days, DEFAULT_RETENTION_DAYS);
+        assert_eq!(site.history_days, DEFAULT_HISTORY_DAYS);
+        let forever = Site {
+            history_days: 0,
+            ..site.clone()
+        };
+        assert_eq!(forever.validate(), Ok(()));
+        let too_long = Site {
+            history_days: MAX_HISTORY_DAYS + 1,
+            ..site.clone()
+        };
+        assert_eq!(too_long.validate(), Err(SiteError::InvalidHistory));
+        // A site stored before histories existed reads with the default.
+        let old: Site = serde_json::from_str(
+            r#"{"id":"blog","domains":["example.com"],"time_zone":"UTC","retention_days":30}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (old.retention_days, old.history_days),
+            (30, DEFAULT_HISTORY_DAYS)
+        );
         assert_eq!(
             Site::new("Blog", &["example.com".into()], "UTC", 0),
             Err(SiteError::InvalidId)
