@@ -102,6 +102,32 @@ impl Harness {
         out
     }
 
+    /// Deletes every raw event item of a site stored in an hour partition
+    /// that starts before `before` (ms); returns how many.
+    pub async fn delete_raw_before(&self, site: &str, before: i64) -> usize {
+        let mut n = 0;
+        for item in self.event_items().await {
+            let pk = tally_store::item::string(&item, "pk").unwrap_or_default();
+            let Some((s, hour, _)) = tally_core::keys::parse_event_pk(pk) else {
+                continue;
+            };
+            if s != site || hour >= before {
+                continue;
+            }
+            let sk = tally_store::item::string(&item, "sk").unwrap_or_default();
+            self.store
+                .client()
+                .delete_item()
+                .table_name(self.store.table())
+                .set_key(Some(tally_store::item::key(pk, sk)))
+                .send()
+                .await
+                .expect("delete a raw event");
+            n += 1;
+        }
+        n
+    }
+
     /// Every raw-event item (pk contains `#H#`).
     pub async fn event_items(&self) -> Vec<tally_store::item::Item> {
         self.scan()

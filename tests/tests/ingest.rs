@@ -152,7 +152,8 @@ async fn stores_exact_items_for_several_visitors() {
     assert_eq!(string(first, "co"), Some("DE"));
     assert_eq!(string(first, "sc"), Some("1440x900"));
     assert_eq!(string(first, "sid"), Some("sess1"));
-    assert_eq!(number(first, "ttl"), Some(t / 1000 + 30 * 86_400));
+    // Raw events live the default retention, seven days.
+    assert_eq!(number(first, "ttl"), Some(t / 1000 + 7 * 86_400));
 
     let event = pricing
         .iter()

@@ -186,6 +186,31 @@ impl Rig {
         (status, json)
     }
 
+    /// The scheduled job as it runs in production while traffic comes in:
+    /// every day at 02:00 UTC from the day after `first`, and once at
+    /// `now`. Raw events live seven days, so older days are answered from
+    /// what the job compacted and rolled up.
+    async fn run_jobs(&self, first: Date, now: i64) {
+        let mut at = tally_core::zone::utc_midnight(first) + 26 * HOUR;
+        while at < now {
+            self.job(at).await;
+            at += 24 * HOUR;
+        }
+        self.job(now).await;
+    }
+
+    async fn job(&self, at: i64) {
+        let report = tally_rollup::run(
+            &self.h.store,
+            at,
+            &tally_rollup::JobConfig::default(),
+            &|_| {},
+        )
+        .await
+        .unwrap();
+        assert!(report.failed.is_empty(), "{report:?}");
+    }
+
     async fn reference(&self, site: &str, zone: &Zone) -> Reference {
         let events = reference::decode_events(self.h.event_items().await, site);
         Reference::new(events, zone.clone(), ref_goals())
@@ -750,6 +775,7 @@ async fn dataset() -> (Rig, Vec<SiteData>) {
         rig.post_all(&realtime_posts(s.id, host, query_now())).await;
     }
     rig.clock.set(query_now());
+    rig.run_jobs(FIRST_DAY, query_now()).await;
     (rig, sites)
 }
 
@@ -981,6 +1007,83 @@ async fn every_filtered_report_matches_the_reference_for_a_site_far_from_utc() {
 #[tokio::test]
 async fn every_filtered_report_matches_the_reference_for_a_berlin_site() {
     check_filtered(1).await;
+}
+
+/// Raw events live seven days; after that every report is answered from
+/// what the scheduled job compacted (segments) and rolled up. Here the raw
+/// events older than two days are deleted outright: filtered stats, every
+/// breakdown and the hourly series of an older day still equal the
+/// reference counter (built before the deletion), and a range reaching
+/// before the stored history says so instead of counting zeros.
+#[tokio::test]
+async fn reports_past_raw_retention_equal_the_reference() {
+    let (rig, sites) = dataset().await;
+    let s = &sites[1];
+    let reference = rig.reference(s.id, &s.zone).await;
+    let cut = query_now() - 2 * 24 * HOUR;
+    let deleted = rig.h.delete_raw_before(s.id, cut).await;
+    assert!(deleted > 1000, "{deleted} raw events deleted");
+    let subject = Subject {
+        rig: &rig,
+        site: s.id,
+        key: &s.key,
+        zone: &s.zone,
+        reference: &reference,
+    };
+    let mut c = Check::default();
+    let (q, from, to) = ranges()[2];
+    let (day_q, day, _) = ranges()[0];
+    for filters in ["", FILTERS[0], FILTERS[8], FILTERS[9], FILTERS[11]] {
+        subject.stats(&mut c, q, from, to, filters).await;
+        subject
+            .series(
+                &mut c,
+                day_q,
+                Some("hour"),
+                filters,
+                &reference.hours(day, filters),
+            )
+            .await;
+        for dim in DIMENSIONS {
+            subject.breakdown(&mut c, dim, q, from, to, filters).await;
+        }
+    }
+    c.finish("past raw retention");
+    // Those days came from segments (filtered) and rollups, no raw hour.
+    let (_, json) = rig
+        .get(
+            &s.key,
+            &format!(
+                "/api/sites/{}/stats?{q}&filters=page%3D%3D%2Fblog%2F*",
+                s.id
+            ),
+        )
+        .await;
+    assert_eq!(json["meta"]["sources"]["segment"]["days"], 7, "{json}");
+    assert_eq!(json["meta"]["sources"]["raw"], Value::Null, "{json}");
+    assert_eq!(json["meta"]["warnings"], Value::Array(vec![]), "{json}");
+    // A range from before anything was stored: the days without detail are
+    // named in a warning, the others answered.
+    let (status, json) = rig
+        .get(
+            &s.key,
+            &format!(
+                "/api/sites/{}/stats?from=2026-10-01&to=2026-11-27&filters=page%3D%3D%2Fblog%2F*",
+                s.id
+            ),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let warning = &json["meta"]["warnings"][0];
+    assert_eq!(warning["code"], "detail_expired", "{json}");
+    assert_eq!(warning["from"], "2026-10-01");
+    let last = warning["to"].as_str().unwrap();
+    assert!(
+        ("2026-11-01".."2026-11-20").contains(&last),
+        "warned up to {last}"
+    );
+    let want = reference.totals(date!(2026 - 10 - 01), to, FILTERS[0]);
+    assert_eq!(json["results"]["visitors"], want.visitors, "{json}");
 }
 
 #[tokio::test]
@@ -1270,13 +1373,15 @@ async fn the_period_before_a_site_existed_costs_no_reads() {
     let mut rig = Rig::new().await;
     let zone = Zone::parse("Europe/Berlin").unwrap();
     let created = zone.day_start(date!(2026 - 11 - 20)) + 9 * HOUR;
-    let site = Site::new(
+    let mut site = Site::new(
         "young",
         &["example.com".to_owned()],
         "Europe/Berlin",
         created,
     )
     .unwrap();
+    // Raw events kept long enough that no job is needed here.
+    site.retention_days = 30;
     rig.h.store.create_site(&site).await.unwrap();
     let key = rig.key("young", None).await;
     let mut rng = Rng::new(11);
@@ -1320,10 +1425,18 @@ async fn the_period_before_a_site_existed_costs_no_reads() {
     assert_eq!(compared["results"]["visitors"], 1);
     assert_eq!(compared["comparison"]["visitors"], 0, "{compared}");
     // The previous week (13-19 November) is before the site existed: its
-    // raw hour partitions (7 x 24) are not read, only one Query page of
-    // rollups (where imported history would be).
+    // raw hour partitions (7 x 24) and segments are not read, only one
+    // Query page of rollups (where imported history would be), and the
+    // answer says why it is empty.
     assert!(without > 0);
     assert_eq!(queries(&rig), without + 1, "the earlier week was read");
+    let warnings = &compared["meta"]["comparison"]["warnings"];
+    assert_eq!(warnings[0]["code"], "before_site", "{compared}");
+    assert_eq!(
+        (&warnings[0]["from"], &warnings[0]["to"]),
+        (&Value::from("2026-11-13"), &Value::from("2026-11-19"))
+    );
+    assert_eq!(compared["meta"]["warnings"], Value::Array(vec![]));
 }
 
 #[tokio::test]

@@ -37,16 +37,26 @@ async fn get(
     key: &str,
     path: &str,
 ) -> (u16, Value) {
+    let config = Config {
+        use_rollups,
+        ..Config::default()
+    };
+    get_with(store, now, &config, key, path).await
+}
+
+async fn get_with(
+    store: &DynamoQuery,
+    now: i64,
+    config: &Config,
+    key: &str,
+    path: &str,
+) -> (u16, Value) {
     let request = http::Request::builder()
         .uri(path)
         .header("authorization", format!("Bearer {key}"))
         .body(Body::Empty)
         .unwrap();
-    let config = Config {
-        use_rollups,
-        ..Config::default()
-    };
-    let response = handle_with(store, &ManualClock::at(now), &config, request).await;
+    let response = handle_with(store, &ManualClock::at(now), config, request).await;
     let status = response.status().as_u16();
     let body: &[u8] = response.body();
     (status, serde_json::from_slice(body).unwrap())
@@ -55,6 +65,9 @@ async fn get(
 fn without_sources(mut v: Value) -> Value {
     if let Some(meta) = v.get_mut("meta").and_then(Value::as_object_mut) {
         meta.remove("sources");
+        if let Some(cmp) = meta.get_mut("comparison").and_then(Value::as_object_mut) {
+            cmp.remove("sources");
+        }
     }
     v
 }
@@ -210,11 +223,27 @@ async fn a_late_event_counts_after_the_next_run_and_expired_days_stay_served() {
         visits_before + 1
     );
 
-    // Twenty days later the raw events are past their 10-day TTL: the raw
-    // path finds nothing, the rollup still answers.
+    // Twenty days later the raw events are past their 10-day TTL: without
+    // segments and rollups nothing is left (and the answer says so); the
+    // segments (which counted the late event too) and the rollup answer.
     let much_later = now + 20 * DAY_MS;
-    let (_, raw) = get(&query, much_later, false, &key, path).await;
+    let raw_only = Config {
+        use_rollups: false,
+        use_segments: false,
+        ..Config::default()
+    };
+    let (_, raw) = get_with(&query, much_later, &raw_only, &key, path).await;
     assert_eq!(raw["results"]["visits"], 0);
+    assert_eq!(
+        raw["meta"]["warnings"][0]["code"], "detail_expired",
+        "{raw}"
+    );
+    let (_, segments) = get(&query, much_later, false, &key, path).await;
+    assert_eq!(segments["meta"]["sources"]["segment"]["days"], 1);
+    assert_eq!(
+        segments["results"]["visits"].as_u64().unwrap(),
+        visits_before + 1
+    );
     let (_, rolled) = get(&query, much_later, true, &key, path).await;
     assert_eq!(
         rolled["results"]["visits"].as_u64().unwrap(),

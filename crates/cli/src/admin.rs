@@ -23,12 +23,36 @@ pub enum SiteCommand {
         /// The site id (default: derived from the first domain).
         #[arg(long)]
         id: Option<String>,
-        /// Days raw events are kept.
+        /// Days raw events are kept (the recompute window and the hours not
+        /// compacted yet need a few; older days are read from segments).
         #[arg(long, default_value_t = tally_core::site::DEFAULT_RETENTION_DAYS)]
         retention_days: u32,
+        /// Days segments (compacted events: filters, hourly series, any
+        /// report rollups cannot answer) are kept; 0 keeps them forever.
+        #[arg(long, default_value_t = tally_core::site::DEFAULT_HISTORY_DAYS)]
+        history_days: u32,
         /// The public URL of the ingest function, for the snippet.
         #[arg(long, default_value = "https://YOUR-INGEST-URL")]
         ingest_url: String,
+    },
+    /// Change a site's settings (only the options given).
+    Update {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// Days raw events are kept (applies to events stored from now on).
+        #[arg(long)]
+        retention_days: Option<u32>,
+        /// Days segments are kept, 0 forever (applies to days compacted from
+        /// now on).
+        #[arg(long)]
+        history_days: Option<u32>,
+        /// The IANA time zone the site's days are counted in.
+        #[arg(long)]
+        timezone: Option<String>,
+        /// Replace the domains (repeat for more).
+        #[arg(long = "domain")]
+        domains: Vec<String>,
     },
     /// List sites.
     List,
@@ -234,6 +258,26 @@ pub fn snippet(site: &str, ingest_url: &str) -> String {
     )
 }
 
+fn history_label(days: u32) -> String {
+    if days == 0 {
+        "forever".to_owned()
+    } else {
+        format!("{days}d")
+    }
+}
+
+fn retention_line(site: &Site) -> String {
+    format!(
+        "raw events kept: {} days; segments kept: {}",
+        site.retention_days,
+        if site.history_days == 0 {
+            "forever".to_owned()
+        } else {
+            format!("{} days", site.history_days)
+        }
+    )
+}
+
 /// Runs a `tally site` command.
 pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
     let store = connect(target).await;
@@ -244,29 +288,66 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             timezone,
             id,
             retention_days,
+            history_days,
             ingest_url,
         } => {
             let id = id.unwrap_or_else(|| site_id_from_domain(&domains[0]));
             let mut site = Site::new(&id, &domains, &timezone, now_ms())?;
             site.retention_days = retention_days;
+            site.history_days = history_days;
             site.validate()?;
             store.create_site(&site).await?;
             let key = create_key(&store, &id, "created with the site").await?;
             writeln!(out, "site: {id}")?;
             writeln!(out, "domains: {}", site.domains.join(", "))?;
             writeln!(out, "timezone: {}", site.time_zone)?;
+            writeln!(out, "{}", retention_line(&site))?;
             writeln!(out, "snippet: {}", snippet(&id, &ingest_url))?;
             writeln!(out, "api key (shown once, store it now): {key}")?;
+        }
+        SiteCommand::Update {
+            site: id,
+            retention_days,
+            history_days,
+            timezone,
+            domains,
+        } => {
+            let mut site = store
+                .site(&id)
+                .await?
+                .with_context(|| format!("no site {id:?}"))?;
+            if let Some(days) = retention_days {
+                site.retention_days = days;
+            }
+            if let Some(days) = history_days {
+                site.history_days = days;
+            }
+            if let Some(tz) = timezone {
+                site.time_zone = tz;
+            }
+            if !domains.is_empty() {
+                site.domains = domains
+                    .iter()
+                    .map(|d| tally_core::site::normalize_domain(d))
+                    .collect::<Result<_, _>>()?;
+            }
+            site.validate()?;
+            store.put_site(&site).await?;
+            writeln!(out, "site: {id}")?;
+            writeln!(out, "domains: {}", site.domains.join(", "))?;
+            writeln!(out, "timezone: {}", site.time_zone)?;
+            writeln!(out, "{}", retention_line(&site))?;
         }
         SiteCommand::List => {
             for site in store.sites().await? {
                 writeln!(
                     out,
-                    "{}\t{}\t{}\tretention={}d",
+                    "{}\t{}\t{}\tretention={}d\thistory={}",
                     site.id,
                     site.domains.join(","),
                     site.time_zone,
-                    site.retention_days
+                    site.retention_days,
+                    history_label(site.history_days)
                 )?;
             }
         }

@@ -124,7 +124,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .await
     });
 
-    // Rollups on a local schedule too: at start and then every hour.
+    // The scheduled job on AWS's schedule: at start, then at 20 past every
+    // hour (when the hour before is sealed): compaction, then rollups.
     let rollup_store =
         Store::connect(&ClientOptions::local(&endpoint).for_batch(), &args.table).await;
     let mut rollup_stop = shutdown_rx.clone();
@@ -139,11 +140,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             )
             .await
             {
-                Ok(report) => tracing::info!(days_written = report.days_written, "rollup run"),
-                Err(e) => tracing::warn!(error = %e, "rollup run failed"),
+                Ok(report) => tracing::info!(
+                    days_written = report.days_written,
+                    hours_compacted = report.compaction.hours_added,
+                    days_packed = report.compaction.days_packed,
+                    "scheduled job run"
+                ),
+                Err(e) => tracing::warn!(error = %e, "scheduled job run failed"),
             }
+            let wait = tally_rollup::until_next_run(crate::admin::now_ms());
             tokio::select! {
-                _ = tokio::time::sleep(std::time::Duration::from_secs(3600)) => {}
+                _ = tokio::time::sleep(std::time::Duration::from_millis(wait)) => {}
                 _ = rollup_stop.changed() => break,
             }
         }

@@ -49,7 +49,8 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Run the rollup job now (or backfill `--from`..`--to`).
+    /// Run the scheduled job now: compaction into segments, then day
+    /// rollups (or backfill `--from`..`--to`).
     Rollup {
         #[command(flatten)]
         args: rollup::RollupArgs,

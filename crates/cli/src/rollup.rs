@@ -1,5 +1,5 @@
-//! `tally rollup`: the rollup job run by hand, locally or against AWS, with
-//! a progress bar for long backfills.
+//! `tally rollup`: the scheduled job (compaction, then rollups) run by hand,
+//! locally or against AWS, with a progress bar for long backfills.
 
 use crate::Target;
 use anyhow::Context;
@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
 use tally_core::range::DateRange;
 use tally_core::zone::parse_date;
+use tally_rollup::compact::compact_days;
 use tally_rollup::{JobConfig, roll_site, run};
 
 /// `tally rollup` options.
@@ -66,7 +67,7 @@ pub async fn rollup(args: RollupArgs, target: &Target) -> anyhow::Result<()> {
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
-            let (mut written, mut kept) = (0, 0);
+            let (mut written, mut kept, mut packed, mut parts) = (0, 0, 0, 0);
             for site in &sites {
                 bar.set_message(site.id.clone());
                 let mut chunk_start = range.from;
@@ -77,8 +78,16 @@ pub async fn rollup(args: RollupArgs, target: &Target) -> anyhow::Result<()> {
                             from: chunk_start,
                             to: chunk_end,
                         }),
+                        compact: false,
                         ..config.clone()
                     };
+                    // The UTC days under the chunk's local days, compacted
+                    // from raw events where they still exist, then rolled.
+                    let one = time::Duration::days(1);
+                    let compacted =
+                        compact_days(&store, site, now, chunk_start - one, chunk_end + one).await?;
+                    packed += compacted.days_packed;
+                    parts += compacted.parts_written;
                     let report = roll_site(&store, site, now, &chunk).await?;
                     written += report.written.len();
                     kept += report.kept_imported.len();
@@ -89,7 +98,7 @@ pub async fn rollup(args: RollupArgs, target: &Target) -> anyhow::Result<()> {
             bar.finish_and_clear();
             writeln!(
                 out,
-                "backfill: {} site(s), {written} day(s) written, {kept} imported day(s) kept",
+                "backfill: {} site(s), {packed} day(s) compacted ({parts} part(s) written), {written} day rollup(s) written, {kept} imported day(s) kept",
                 sites.len()
             )?;
         }
@@ -100,11 +109,18 @@ pub async fn rollup(args: RollupArgs, target: &Target) -> anyhow::Result<()> {
             })
             .await?;
             bar.finish_and_clear();
+            let c = &report.compaction;
             writeln!(
                 out,
-                "rollup: {} site(s) processed, {} failed, {} day(s) written, finished={}",
+                "rollup: {} site(s) processed, {} failed; compaction: {} hour(s) added, {} day(s) packed, {} unchanged, {} event(s), {} part(s) / {} bytes written; {} day rollup(s) written; finished={}",
                 report.processed.len(),
                 report.failed.len(),
+                c.hours_added,
+                c.days_packed,
+                c.days_unchanged,
+                c.events,
+                c.parts_written,
+                c.bytes_written,
                 report.days_written,
                 report.finished
             )?;

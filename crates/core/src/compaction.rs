@@ -3,8 +3,9 @@
 //! and writes).
 //!
 //! Per UTC day:
-//! - while the day is open, every newly sealed hour is compacted from raw
-//!   events and added to the day's segments ([`Work::Add`]);
+//! - while the day is open, its sealed hours are re-read from raw events on
+//!   every run: new hours are added to the day's segments, and an hour that
+//!   changed (a late write) has the day's parts rewritten ([`Work::Refresh`]);
 //! - once the whole day is sealed, it is re-read from raw and packed into as
 //!   few parts as fit ([`Work::Verify`]); this repeats on every run while the
 //!   day is inside the recompute window, so an event written late (by a
@@ -28,12 +29,20 @@ use time::{Date, Duration};
 /// One unit of compaction work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {
-    /// Compact these hours (0-23) of an open day from raw events and add
-    /// them to its segments.
+    /// Re-read these hours (0-23) of an open day from raw events: add the
+    /// new ones, rewrite the day's parts if a compacted one changed.
+    Refresh {
+        /// The UTC day.
+        day: Date,
+        /// Its sealed, retained hours.
+        hours: Vec<u8>,
+    },
+    /// Compact these hours (0-23) of a sealed day whose earlier hours have
+    /// left raw storage, and add them to its segments.
     Add {
         /// The UTC day.
         day: Date,
-        /// Its sealed, retained hours not compacted yet.
+        /// Its retained hours not compacted yet.
         hours: Vec<u8>,
     },
     /// Recompact every hour of a sealed day from raw events and pack it.
@@ -59,7 +68,14 @@ pub struct Settings {
     pub retention_days: u32,
     /// Complete UTC days recompacted on every run.
     pub trailing_days: u32,
+    /// Most older days (never compacted, still in raw storage) compacted
+    /// per run, newest first: a site with a long raw retention catches up
+    /// over several runs instead of reading years of hours at once.
+    pub backfill_days: u32,
 }
+
+/// The default of [`Settings::backfill_days`].
+pub const DEFAULT_BACKFILL_DAYS: u32 = 31;
 
 /// The UTC days whose manifests [`due`] needs: from the oldest day raw
 /// events may still hold, through today.
@@ -81,6 +97,7 @@ pub fn due(s: &Settings, manifests: &BTreeMap<Date, Manifest>) -> Vec<Work> {
             out.push(Work::Repack { day: *day });
         }
     }
+    let mut backfill = Vec::new();
     let mut day = first;
     while day <= today {
         let start = utc_midnight(day);
@@ -88,8 +105,10 @@ pub fn due(s: &Settings, manifests: &BTreeMap<Date, Manifest>) -> Vec<Work> {
         let retained = |h: Millis| raw_hour_retained(h, s.now, s.retention_days);
         if day_sealed(day, s.now) {
             let packed = manifest.is_some_and(|m| m.packed);
-            if retained(start) && (day >= trailing_from || !packed) {
+            if retained(start) && day >= trailing_from {
                 out.push(Work::Verify { day });
+            } else if retained(start) && !packed {
+                backfill.push(day);
             } else if !packed {
                 // Raw events are partly gone: add what raw still holds, then
                 // pack everything the day has.
@@ -103,9 +122,9 @@ pub fn due(s: &Settings, manifests: &BTreeMap<Date, Manifest>) -> Vec<Work> {
                 }
             }
         } else {
-            let hours = missing_hours(day, s, manifest);
+            let hours = sealed_hours(day, s);
             if !hours.is_empty() {
-                out.push(Work::Add { day, hours });
+                out.push(Work::Refresh { day, hours });
             }
         }
         match day.next_day() {
@@ -113,7 +132,26 @@ pub fn due(s: &Settings, manifests: &BTreeMap<Date, Manifest>) -> Vec<Work> {
             None => break,
         }
     }
+    backfill.reverse();
+    backfill.truncate(s.backfill_days as usize);
+    out.extend(backfill.into_iter().map(|day| Work::Verify { day }));
+    out.sort_by_key(|w| match w {
+        Work::Refresh { day, .. }
+        | Work::Add { day, .. }
+        | Work::Verify { day }
+        | Work::Repack { day } => *day,
+    });
     out
+}
+
+/// The day a unit of work is about.
+pub fn day_of(work: &Work) -> Date {
+    match work {
+        Work::Refresh { day, .. }
+        | Work::Add { day, .. }
+        | Work::Verify { day }
+        | Work::Repack { day } => *day,
+    }
 }
 
 /// Whether every hour of a UTC day is sealed.
@@ -121,9 +159,8 @@ pub fn day_sealed(day: Date, now: Millis) -> bool {
     is_sealed(utc_midnight(day) + DAY_MS - HOUR_MS, now)
 }
 
-/// The sealed, retained hours of a day (after the site existed) that its
-/// manifest lacks.
-fn missing_hours(day: Date, s: &Settings, manifest: Option<&Manifest>) -> Vec<u8> {
+/// The sealed, retained hours of a day (after the site existed).
+fn sealed_hours(day: Date, s: &Settings) -> Vec<u8> {
     let start = utc_midnight(day);
     let earliest = s.created_at - CLIENT_CLOCK_BEHIND_MS;
     (0u8..24)
@@ -132,8 +169,15 @@ fn missing_hours(day: Date, s: &Settings, manifest: Option<&Manifest>) -> Vec<u8
             hour + HOUR_MS > earliest
                 && is_sealed(hour, s.now)
                 && raw_hour_retained(hour, s.now, s.retention_days)
-                && !manifest.is_some_and(|m| m.has_hour(*h))
         })
+        .collect()
+}
+
+/// The sealed, retained hours of a day that its manifest lacks.
+fn missing_hours(day: Date, s: &Settings, manifest: Option<&Manifest>) -> Vec<u8> {
+    sealed_hours(day, s)
+        .into_iter()
+        .filter(|h| !manifest.is_some_and(|m| m.has_hour(*h)))
         .collect()
 }
 
@@ -151,6 +195,7 @@ mod tests {
             created_at: utc_midnight(date!(2026 - 11 - 01)),
             retention_days: 7,
             trailing_days: 3,
+            backfill_days: DEFAULT_BACKFILL_DAYS,
         }
     }
 
@@ -173,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn an_open_day_adds_its_newly_sealed_hours() {
+    fn an_open_day_rereads_its_sealed_hours() {
         let today = date!(2026 - 11 - 30);
         // 10:20 UTC: hours 0-8 are sealed (9 ended at 10:00, sealed 10:15).
         let now = utc_midnight(today) + 10 * HOUR_MS + 20 * 60_000;
@@ -183,9 +228,9 @@ mod tests {
         }
         manifests.insert(today, manifest(0..5, false));
         let work = due(&settings(now), &manifests);
-        assert!(work.contains(&Work::Add {
+        assert!(work.contains(&Work::Refresh {
             day: today,
-            hours: vec![5, 6, 7, 8, 9]
+            hours: (0..10).collect()
         }));
         // The trailing window is re-verified; older packed days are left.
         for back in 1..=3 {
@@ -253,6 +298,24 @@ mod tests {
                 date!(2026 - 11 - 29)
             ]
         );
+    }
+
+    #[test]
+    fn a_long_retention_is_backfilled_newest_first_a_month_a_run() {
+        let now = utc_midnight(date!(2026 - 11 - 30)) + HOUR_MS;
+        let mut s = settings(now);
+        s.retention_days = 3650;
+        s.created_at = 0;
+        let verified: Vec<Date> = due(&s, &BTreeMap::new())
+            .into_iter()
+            .filter_map(|w| match w {
+                Work::Verify { day } => Some(day),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(verified.len(), 3 + DEFAULT_BACKFILL_DAYS as usize);
+        assert_eq!(verified.first(), Some(&date!(2026 - 10 - 27)));
+        assert_eq!(verified.last(), Some(&date!(2026 - 11 - 29)));
     }
 
     #[test]

@@ -219,12 +219,18 @@ pub fn encode_hour(hour: Millis, events: &[Event]) -> HourBlocks {
 }
 
 /// Packs a UTC day's hours (in hour order) into parts of at most
-/// [`MAX_PART_BYTES`]. `day_start` is the day's first instant.
+/// [`MAX_PART_BYTES`]. `day_start` is the day's first instant. Empty hours
+/// take no room.
 pub fn pack(day_start: Millis, hours: &[HourBlocks]) -> Vec<Part> {
     let mut parts = Vec::new();
     let mut current: Vec<&Block> = Vec::new();
     let mut size = 0;
-    for block in hours.iter().flat_map(|h| h.blocks.iter()) {
+    // Hours without events are listed in the manifest but need no block.
+    for block in hours
+        .iter()
+        .flat_map(|h| h.blocks.iter())
+        .filter(|b| b.events > 0)
+    {
         let framed = block.bytes.len() + 16;
         if !current.is_empty() && size + framed > MAX_PART_BYTES {
             parts.push(write_part(day_start, &current));

@@ -85,6 +85,21 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// A 200 JSON response of a typed body.
+pub fn typed_response<T: serde::Serialize>(body: &T) -> Response<Body> {
+    match serde_json::to_value(body) {
+        Ok(value) => json_response(200, &value),
+        Err(e) => {
+            tracing::error!(error = %e, "response did not serialise");
+            error_response(&ApiError {
+                status: 500,
+                code: "internal_error",
+                message: "internal error".into(),
+            })
+        }
+    }
+}
+
 /// A JSON response.
 pub fn json_response(status: u16, value: &serde_json::Value) -> Response<Body> {
     let mut response = Response::new(Body::Text(value.to_string()));

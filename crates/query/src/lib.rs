@@ -5,36 +5,52 @@
 //! - `stats`: totals with an optional comparison;
 //! - `timeseries`: buckets (hour, day, week, month) in the site's zone;
 //! - `breakdown/{dimension}`: rows by visitors with their share;
+//! - `dashboard`: every panel of the dashboard (totals with comparison,
+//!   the series, the top rows of each dimension) from one read;
 //! - `realtime`: visitors in the last five minutes and their pages.
+//!
+//! Every report reads through one plan ([`read`]): day rollups for the
+//! settled days they answer, segments for compacted hours, raw events for
+//! the rest; `meta.sources` and `meta.warnings` say which.
 //!
 //! `/` serves the dashboard and `/health` answers liveness. [`handle`] is a
 //! plain async function over the [`QueryStore`] port and a [`Clock`];
 //! `main.rs` only wires it to `lambda_http`. No CORS: the API is read with a
 //! bearer key, never cross-origin with credentials.
 
-pub mod data;
+pub mod config;
 pub mod error;
 pub mod params;
+pub mod read;
+pub mod response;
 
-pub use crate::data::Config;
-use crate::data::{Request as DataRequest, total};
-use crate::error::{ApiError, error_response, json_response};
+pub use crate::config::{AuthGuard, Config};
+use crate::error::{ApiError, error_response, json_response, typed_response};
+use crate::read::{Read, Request as ReadRequest, total};
+use crate::response::{
+    BreakdownMeta, BreakdownPart, BreakdownResponse, ComparisonMeta, DashboardMeta,
+    DashboardResponse, Meta, SeriesMeta, SeriesPart, SeriesResponse, StatsMeta, StatsPart,
+    StatsResponse,
+};
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use tally_core::MINUTE_MS;
+use tally_core::aggregate::Aggregate;
 use tally_core::auth::{self, AuthError};
 use tally_core::dimension::{Dimension, Level};
 use tally_core::event::Kind;
 use tally_core::keys::valid_site_id;
-use tally_core::range::{self, Interval};
+use tally_core::range::{self, DateRange, Interval};
 use tally_core::report::{self, breakdown_row, series_row, sorted_rows, stats};
 use tally_core::rollup::{compile_goals, goals_fingerprint};
 use tally_core::site::Site;
 use tally_core::zone::{Zone, format_date};
-use tally_core::{DAY_MS, MINUTE_MS};
 use tally_store::clock::Clock;
 use tally_store::ports::QueryStore;
+use time::Date;
 
 /// The dashboard page.
 pub const DASHBOARD: &str = include_str!("../assets/dashboard.html");
@@ -106,17 +122,22 @@ async fn route<S: QueryStore, C: Clock>(
             };
             let q = params::query_map(request.uri().query());
             match rest {
-                ["stats"] => stats_endpoint(store, &context(&site, &q, now, config)?).await,
+                ["stats"] => stats_endpoint(store, &context(&site, &q, now, config, &[])?).await,
                 ["timeseries"] => {
-                    timeseries_endpoint(store, &context(&site, &q, now, config)?).await
+                    timeseries_endpoint(store, &context(&site, &q, now, config, &[])?).await
                 }
                 ["breakdown", dimension] => {
-                    breakdown_endpoint(store, &context(&site, &q, now, config)?, dimension).await
+                    let ctx = context(&site, &q, now, config, &[])?;
+                    breakdown_endpoint(store, &ctx, dimension).await
+                }
+                ["dashboard"] => {
+                    let ctx = context(&site, &q, now, config, &["dimensions"])?;
+                    dashboard_endpoint(store, &ctx, &q).await
                 }
                 ["realtime"] => realtime_endpoint(store, &site, now).await,
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension} or realtime",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard or realtime",
                 )),
             }
         }
@@ -204,15 +225,16 @@ fn context<'a>(
     q: &std::collections::HashMap<String, String>,
     now: i64,
     config: &'a Config,
+    extra: &[&str],
 ) -> Result<Ctx<'a>, ApiError> {
     let zone = site.zone();
     let today = zone.local_date(now);
     let first_day = if site.created_at > 0 {
         zone.local_date(site.created_at)
     } else {
-        zone.local_date(now - i64::from(site.retention_days) * DAY_MS)
+        zone.local_date(tally_core::retention::raw_from(now, site.retention_days))
     };
-    let params = params::parse(q, today, first_day)?;
+    let params = params::parse(q, today, first_day, extra)?;
     Ok(Ctx {
         site,
         zone,
@@ -222,19 +244,17 @@ fn context<'a>(
     })
 }
 
-fn meta(ctx: &Ctx<'_>, extra: Value) -> Value {
-    let mut m = json!({
-        "site": ctx.site.id,
-        "period": ctx.params.period,
-        "from": format_date(ctx.params.range.from),
-        "to": format_date(ctx.params.range.to),
-        "time_zone": ctx.zone.name(),
-        "filters": ctx.params.filter.to_query(),
-    });
-    if let (Some(m), Some(extra)) = (m.as_object_mut(), extra.as_object()) {
-        m.extend(extra.clone());
+fn meta(ctx: &Ctx<'_>, r: &Read) -> Meta {
+    Meta {
+        site: ctx.site.id.clone(),
+        period: ctx.params.period.clone(),
+        from: format_date(ctx.params.range.from),
+        to: format_date(ctx.params.range.to),
+        time_zone: ctx.zone.name().to_owned(),
+        filters: ctx.params.filter.to_query(),
+        sources: r.sources(),
+        warnings: r.warnings().to_vec(),
     }
-    m
 }
 
 /// The site's goals, compiled, and their fingerprint (loaded only when a
@@ -258,14 +278,15 @@ async fn goals_for<S: QueryStore>(
     Ok((compile_goals(&goals), goals_fingerprint(&goals)))
 }
 
-fn data_request<'a>(
+fn read_request<'a>(
     ctx: &'a Ctx<'a>,
-    range: tally_core::range::DateRange,
+    range: DateRange,
     dims: &'a [Dimension],
     goals: &'a [(String, tally_core::goal::Matcher)],
     goals_fp: &'a str,
-) -> DataRequest<'a> {
-    DataRequest {
+    hourly: bool,
+) -> ReadRequest<'a> {
+    ReadRequest {
         site: ctx.site,
         zone: &ctx.zone,
         range,
@@ -273,9 +294,63 @@ fn data_request<'a>(
         goals,
         goals_fp,
         filter: &ctx.params.filter,
+        hourly,
         now: ctx.now,
         config: ctx.config,
     }
+}
+
+/// Totals of the range and, when asked for, of the comparison range: two
+/// reads, run together.
+async fn totals<S: QueryStore>(
+    store: &S,
+    ctx: &Ctx<'_>,
+    main: &ReadRequest<'_>,
+    goals: &[(String, tally_core::goal::Matcher)],
+    fp: &str,
+) -> Result<(Read, Option<(DateRange, Read)>), ApiError> {
+    let compare = ctx.params.compare.map(|c| c.range(ctx.params.range));
+    let previous = async {
+        match compare {
+            Some(range) => {
+                let r = read_request(ctx, range, &[], goals, fp, false);
+                read::read(store, &r).await.map(|read| Some((range, read)))
+            }
+            None => Ok(None),
+        }
+    };
+    let (current, previous) = tokio::join!(read::read(store, main), previous);
+    Ok((current?, previous?))
+}
+
+/// `results`, `comparison` and `change` of a stats answer.
+fn stats_values(
+    ctx: &Ctx<'_>,
+    current: &tally_core::aggregate::Metrics,
+    previous: Option<&tally_core::aggregate::Metrics>,
+) -> (Value, Value, Value) {
+    let cur = stats(current);
+    let results = select(ctx, serde_json::to_value(&cur).unwrap_or(Value::Null));
+    match previous {
+        Some(p) => {
+            let prev = stats(p);
+            (
+                results,
+                select(ctx, serde_json::to_value(&prev).unwrap_or(Value::Null)),
+                select(ctx, report::change(&cur, &prev)),
+            )
+        }
+        None => (results, Value::Null, Value::Null),
+    }
+}
+
+fn comparison_meta(previous: &Option<(DateRange, Read)>) -> Option<ComparisonMeta> {
+    previous.as_ref().map(|(range, r)| ComparisonMeta {
+        from: format_date(range.from),
+        to: format_date(range.to),
+        sources: r.sources(),
+        warnings: r.warnings().to_vec(),
+    })
 }
 
 async fn stats_endpoint<S: QueryStore>(
@@ -283,35 +358,22 @@ async fn stats_endpoint<S: QueryStore>(
     ctx: &Ctx<'_>,
 ) -> Result<Response<Body>, ApiError> {
     let (goals, fp) = goals_for(store, ctx, &[]).await?;
-    let (days, sources) = data::days(
-        store,
-        &data_request(ctx, ctx.params.range, &[], &goals, &fp),
-    )
-    .await?;
-    let cur = stats(&total(&days).totals);
-    let (comparison, change, compare_meta) = match ctx.params.compare {
-        Some(c) => {
-            let range = c.range(ctx.params.range);
-            let (previous, _) =
-                data::days(store, &data_request(ctx, range, &[], &goals, &fp)).await?;
-            let prev = stats(&total(&previous).totals);
-            (
-                select(ctx, serde_json::to_value(&prev).unwrap_or(Value::Null)),
-                select(ctx, report::change(&cur, &prev)),
-                json!({"from": format_date(range.from), "to": format_date(range.to)}),
-            )
-        }
-        None => (Value::Null, Value::Null, Value::Null),
-    };
-    Ok(json_response(
-        200,
-        &json!({
-            "results": select(ctx, serde_json::to_value(&cur).unwrap_or(Value::Null)),
-            "comparison": comparison,
-            "change": change,
-            "meta": meta(ctx, json!({"comparison": compare_meta, "sources": sources.to_json()})),
-        }),
-    ))
+    let main = read_request(ctx, ctx.params.range, &[], &goals, &fp, false);
+    let (current, previous) = totals(store, ctx, &main, &goals, &fp).await?;
+    let cur = total(&current.days(&main)).totals;
+    let prev = previous.as_ref().map(|(range, r)| {
+        total(&r.days(&read_request(ctx, *range, &[], &goals, &fp, false))).totals
+    });
+    let (results, comparison, change) = stats_values(ctx, &cur, prev.as_ref());
+    Ok(typed_response(&StatsResponse {
+        results,
+        comparison,
+        change,
+        meta: StatsMeta {
+            common: meta(ctx, &current),
+            comparison: comparison_meta(&previous),
+        },
+    }))
 }
 
 /// Keeps only the metrics asked for with `metrics=`.
@@ -329,50 +391,71 @@ fn select(ctx: &Ctx<'_>, value: Value) -> Value {
     }
 }
 
+/// The series rows of a read: hour buckets, or day buckets summed into the
+/// interval's.
+fn series_rows(ctx: &Ctx<'_>, read: &Read, r: &ReadRequest<'_>, interval: Interval) -> Vec<Value> {
+    let empty = tally_core::aggregate::Metrics::default();
+    if interval == Interval::Hour {
+        let totals_only = ReadRequest { dims: &[], ..*r };
+        let hours = read.hours(&totals_only);
+        return range::hour_buckets(ctx.params.range, &ctx.zone)
+            .into_iter()
+            .map(|(start, label)| {
+                series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals))
+            })
+            .collect();
+    }
+    series_from_days(ctx, &read.days(r), interval)
+}
+
+fn series_from_days(
+    ctx: &Ctx<'_>,
+    days: &BTreeMap<Date, Aggregate>,
+    interval: Interval,
+) -> Vec<Value> {
+    let mut buckets: BTreeMap<Date, tally_core::aggregate::Metrics> =
+        range::day_buckets(ctx.params.range, interval)
+            .into_iter()
+            .map(|d| (d, Default::default()))
+            .collect();
+    for (day, agg) in days {
+        let bucket = interval.day_bucket(*day, ctx.params.range);
+        buckets.entry(bucket).or_default().add(&agg.totals);
+    }
+    buckets
+        .iter()
+        .map(|(d, m)| series_row(&format_date(*d), m))
+        .collect()
+}
+
 async fn timeseries_endpoint<S: QueryStore>(
     store: &S,
     ctx: &Ctx<'_>,
 ) -> Result<Response<Body>, ApiError> {
     let interval = ctx.params.interval()?;
     let (goals, fp) = goals_for(store, ctx, &[]).await?;
-    let request = data_request(ctx, ctx.params.range, &[], &goals, &fp);
-    let empty = tally_core::aggregate::Metrics::default();
-    let (rows, sources): (Vec<Value>, Value) = if interval == Interval::Hour {
-        let hours = data::hours(store, &request).await?;
-        let rows = range::hour_buckets(ctx.params.range, &ctx.zone)
-            .into_iter()
-            .map(|(start, label)| {
-                series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals))
-            })
-            .collect();
-        let all_raw = data::Sources {
-            rollup: Vec::new(),
-            raw: ctx.params.range.each_day().collect(),
-        };
-        (rows, all_raw.to_json())
-    } else {
-        let (days, sources) = data::days(store, &request).await?;
-        let mut buckets: std::collections::BTreeMap<time::Date, tally_core::aggregate::Metrics> =
-            range::day_buckets(ctx.params.range, interval)
-                .into_iter()
-                .map(|d| (d, Default::default()))
-                .collect();
-        for (day, agg) in &days {
-            let bucket = interval.day_bucket(*day, ctx.params.range);
-            buckets.entry(bucket).or_default().add(&agg.totals);
-        }
-        (
-            buckets
-                .iter()
-                .map(|(d, m)| series_row(&format_date(*d), m))
-                .collect(),
-            sources.to_json(),
-        )
-    };
-    Ok(json_response(
-        200,
-        &json!({"results": rows, "meta": meta(ctx, json!({"interval": interval.name(), "sources": sources}))}),
-    ))
+    let request = read_request(
+        ctx,
+        ctx.params.range,
+        &[],
+        &goals,
+        &fp,
+        interval == Interval::Hour,
+    );
+    let read = read::read(store, &request).await?;
+    Ok(typed_response(&SeriesResponse {
+        results: series_rows(ctx, &read, &request, interval),
+        meta: SeriesMeta {
+            common: meta(ctx, &read),
+            interval: interval.name(),
+        },
+    }))
+}
+
+fn parse_dimension(name: &str) -> Result<Dimension, ApiError> {
+    Dimension::parse(name).ok_or_else(|| {
+        ApiError::bad_request("unknown_dimension", format!("unknown dimension {name:?}"))
+    })
 }
 
 async fn breakdown_endpoint<S: QueryStore>(
@@ -380,20 +463,12 @@ async fn breakdown_endpoint<S: QueryStore>(
     ctx: &Ctx<'_>,
     dimension: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let dim = Dimension::parse(dimension).ok_or_else(|| {
-        ApiError::bad_request(
-            "unknown_dimension",
-            format!("unknown dimension {dimension:?}"),
-        )
-    })?;
+    let dim = parse_dimension(dimension)?;
     let dims = [dim];
     let (goals, fp) = goals_for(store, ctx, &dims).await?;
-    let (days, sources) = data::days(
-        store,
-        &data_request(ctx, ctx.params.range, &dims, &goals, &fp),
-    )
-    .await?;
-    let agg = total(&days);
+    let request = read_request(ctx, ctx.params.range, &dims, &goals, &fp, false);
+    let read = read::read(store, &request).await?;
+    let agg = total(&read.days(&request));
     let empty = Default::default();
     let rows = agg.dims.get(&dim).unwrap_or(&empty);
     let sorted = sorted_rows(rows);
@@ -405,20 +480,124 @@ async fn breakdown_endpoint<S: QueryStore>(
         .take(ctx.params.limit)
         .map(|(k, m)| breakdown_row(dim, k, m, &agg.totals))
         .collect();
-    Ok(json_response(
-        200,
-        &json!({
-            "results": results,
-            "meta": meta(ctx, json!({
-                "dimension": dim.name(),
-                "limit": ctx.params.limit,
-                "page": ctx.params.page,
-                "total_rows": total_rows,
-                "total_visitors": agg.totals.visitors,
-                "sources": sources.to_json(),
-            })),
-        }),
-    ))
+    Ok(typed_response(&BreakdownResponse {
+        results,
+        meta: BreakdownMeta {
+            common: meta(ctx, &read),
+            dimension: dim.name(),
+            limit: ctx.params.limit,
+            page: ctx.params.page,
+            total_rows,
+            total_visitors: agg.totals.visitors,
+        },
+    }))
+}
+
+/// The dimensions of the dashboard's panels (every tab), the default of
+/// `dashboard?dimensions=`.
+pub const DASHBOARD_DIMENSIONS: [Dimension; 16] = [
+    Dimension::Page,
+    Dimension::EntryPage,
+    Dimension::ExitPage,
+    Dimension::Source,
+    Dimension::Channel,
+    Dimension::UtmSource,
+    Dimension::UtmMedium,
+    Dimension::UtmCampaign,
+    Dimension::Device,
+    Dimension::Browser,
+    Dimension::Os,
+    Dimension::Country,
+    Dimension::Region,
+    Dimension::City,
+    Dimension::Event,
+    Dimension::Goal,
+];
+
+/// Rows per panel of `dashboard` by default.
+pub const DASHBOARD_LIMIT: usize = 10;
+
+/// Every panel the dashboard shows from one read of the range (and one of
+/// the comparison range): totals with the change, the series, and the top
+/// rows of each dimension.
+async fn dashboard_endpoint<S: QueryStore>(
+    store: &S,
+    ctx: &Ctx<'_>,
+    q: &std::collections::HashMap<String, String>,
+) -> Result<Response<Body>, ApiError> {
+    let dims: Vec<Dimension> = match q.get("dimensions").filter(|s| !s.is_empty()) {
+        Some(list) => {
+            let mut dims = Vec::new();
+            for name in list.split(',') {
+                let dim = parse_dimension(name.trim())?;
+                if !dims.contains(&dim) {
+                    dims.push(dim);
+                }
+            }
+            dims
+        }
+        None => DASHBOARD_DIMENSIONS.to_vec(),
+    };
+    let limit = if q.contains_key("limit") {
+        ctx.params.limit
+    } else {
+        DASHBOARD_LIMIT
+    };
+    let interval = ctx.params.interval()?;
+    let (goals, fp) = goals_for(store, ctx, &dims).await?;
+    let main = read_request(
+        ctx,
+        ctx.params.range,
+        &dims,
+        &goals,
+        &fp,
+        interval == Interval::Hour,
+    );
+    let (current, previous) = totals(store, ctx, &main, &goals, &fp).await?;
+    let days = current.days(&main);
+    let agg = total(&days);
+    let prev = previous.as_ref().map(|(range, r)| {
+        total(&r.days(&read_request(ctx, *range, &[], &goals, &fp, false))).totals
+    });
+    let (results, comparison, change) = stats_values(ctx, &agg.totals, prev.as_ref());
+    let series = if interval == Interval::Hour {
+        series_rows(ctx, &current, &main, interval)
+    } else {
+        series_from_days(ctx, &days, interval)
+    };
+    let empty = BTreeMap::new();
+    let breakdowns = dims
+        .iter()
+        .map(|dim| {
+            let sorted = sorted_rows(agg.dims.get(dim).unwrap_or(&empty));
+            let part = BreakdownPart {
+                total_rows: sorted.len(),
+                results: sorted
+                    .into_iter()
+                    .take(limit)
+                    .map(|(k, m)| breakdown_row(*dim, k, m, &agg.totals))
+                    .collect(),
+            };
+            (dim.name(), part)
+        })
+        .collect();
+    Ok(typed_response(&DashboardResponse {
+        stats: StatsPart {
+            results,
+            comparison,
+            change,
+        },
+        timeseries: SeriesPart {
+            interval: interval.name(),
+            results: series,
+        },
+        breakdowns,
+        meta: DashboardMeta {
+            common: meta(ctx, &current),
+            comparison: comparison_meta(&previous),
+            limit,
+        },
+    }))
 }
 
 async fn realtime_endpoint<S: QueryStore>(

@@ -54,13 +54,18 @@ const KNOWN: [&str; 10] = [
     "period", "date", "from", "to", "compare", "filters", "limit", "page", "interval", "metrics",
 ];
 
-/// Parses the parameters against the site's today and first day.
+/// Parses the parameters against the site's today and first day; `extra`
+/// names the endpoint's own parameters (read by the endpoint).
 pub fn parse(
     q: &HashMap<String, String>,
     today: Date,
     first_day: Date,
+    extra: &[&str],
 ) -> Result<Params, ApiError> {
-    if let Some(unknown) = q.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+    if let Some(unknown) = q
+        .keys()
+        .find(|k| !KNOWN.contains(&k.as_str()) && !extra.contains(&k.as_str()))
+    {
         return Err(ApiError::bad_request(
             "unknown_parameter",
             format!("unknown parameter {unknown:?}"),

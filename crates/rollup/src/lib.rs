@@ -1,38 +1,58 @@
-//! `tally-rollup`: the scheduled day-rollup job.
+//! `tally-rollup`: the scheduled job: compaction, then day rollups.
 //!
-//! Run hourly by EventBridge, so every time zone's midnight is met. For
-//! every site it:
-//! - recomputes the trailing window of recent complete days (late events);
-//! - fills every settled day inside raw retention that has no rollup (or
-//!   one computed with other goal definitions) before its raw events expire;
+//! Run hourly by EventBridge (at 20 past, once the last hour is sealed), so
+//! every time zone's midnight is met. For every site it:
+//! - compacts sealed raw hours into segments ([`compact`]): newly sealed
+//!   hours of the open UTC day, whole sealed days packed, the recompute
+//!   window's days re-read from raw (late events), nothing written when
+//!   nothing changed;
+//! - recomputes the day rollups of the trailing window of recent complete
+//!   local days, from the read plan (segments, and raw for the open hours);
+//! - fills every settled day inside the site's history that has no rollup
+//!   (or one computed with other goal definitions);
 //! - writes a zero rollup for a day without traffic, so it reads as covered;
 //! - never overwrites a day marked as imported (checked atomically).
 //!
 //! Sites run with bounded concurrency; one site's failure is reported and
 //! does not stop the others; a time budget ends a run early and a cursor in
 //! `JOBS` / `JOB#rollup` makes the next run continue after the last finished
-//! site. Rollups are a pure function of raw events, so re-running changes
-//! nothing.
+//! site. Segments and rollups are pure functions of raw events, so
+//! re-running changes nothing.
 
+pub mod compact;
 pub mod handler;
 
+use crate::compact::{CompactReport, compact_site};
 use futures::stream::{FuturesOrdered, StreamExt};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
+use tally_core::Millis;
+use tally_core::plan::{self, Inputs, RollupFit};
 use tally_core::range::DateRange;
 use tally_core::rollup::{
     DEFAULT_TOP_N, RollupSource, compile_goals, goals_fingerprint, roll_days,
 };
-use tally_core::session::{MAX_SPILL_MS, READ_BEFORE_MS};
 use tally_core::site::Site;
 use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
-use tally_core::{DAY_MS, HOUR_MS, Millis};
 use tally_store::rollups::RollupWrite;
 use tally_store::{Store, StoreError};
 use time::Date;
+
+/// Minutes past each hour the job runs (as `template.yaml`'s schedule,
+/// `cron(20 * * * ? *)`): the hour before is sealed by then.
+pub const RUN_MINUTE: i64 = 20;
+
+/// Milliseconds from `now` to the next scheduled run.
+pub fn until_next_run(now: Millis) -> u64 {
+    let offset = RUN_MINUTE * tally_core::MINUTE_MS;
+    let next = (now - offset).div_euclid(tally_core::HOUR_MS) * tally_core::HOUR_MS
+        + tally_core::HOUR_MS
+        + offset;
+    u64::try_from(next - now).unwrap_or(0)
+}
 
 /// The job's name in `JOBS`.
 pub const JOB_NAME: &str = "rollup";
@@ -40,8 +60,10 @@ pub const JOB_NAME: &str = "rollup";
 /// How the job runs.
 #[derive(Debug, Clone)]
 pub struct JobConfig {
-    /// Complete days recomputed on every run (late events).
+    /// Complete days recompacted and recomputed on every run (late events).
     pub trailing_days: u32,
+    /// Compact sealed hours into segments before rolling up.
+    pub compact: bool,
     /// The settle window.
     pub settle_ms: Millis,
     /// Values kept per dimension.
@@ -62,6 +84,7 @@ impl Default for JobConfig {
     fn default() -> Self {
         Self {
             trailing_days: 3,
+            compact: true,
             settle_ms: DEFAULT_SETTLE_MS,
             top_n: DEFAULT_TOP_N,
             concurrency: 4,
@@ -84,6 +107,8 @@ pub struct RunReport {
     pub days_written: usize,
     /// Days left alone because they are imported.
     pub days_kept_imported: usize,
+    /// What compaction did, summed over the sites.
+    pub compaction: CompactReport,
     /// Whether every site was reached (the cursor is cleared).
     pub finished: bool,
 }
@@ -95,6 +120,8 @@ pub struct SiteReport {
     pub written: Vec<Date>,
     /// Days kept because they are imported.
     pub kept_imported: Vec<Date>,
+    /// What compaction did.
+    pub compaction: CompactReport,
 }
 
 /// Runs the job over every site (or the configured one), continuing after
@@ -152,6 +179,7 @@ pub async fn run(
             Ok(site_report) => {
                 report.days_written += site_report.written.len();
                 report.days_kept_imported += site_report.kept_imported.len();
+                add_compaction(&mut report.compaction, &site_report.compaction);
                 report.processed.push(id.clone());
             }
             Err(e) => {
@@ -203,7 +231,20 @@ fn roll_entry<'a>(
     })
 }
 
-/// The days of a site the job (re)computes at `now`.
+/// How far back the job looks for settled days without a rollup: the
+/// site's history (segments), at most 400 days, at least its raw retention.
+pub fn gap_lookback_days(site: &Site) -> u32 {
+    let history = if site.history_days == 0 {
+        400
+    } else {
+        site.history_days.min(400)
+    };
+    history.max(site.retention_days)
+}
+
+/// The days of a site the job (re)computes at `now`: the trailing window,
+/// and settled days of the lookback without a rollup (or with stale goals).
+/// Days whose events are gone are dropped later, by the read plan.
 pub fn days_to_roll(
     site: &Site,
     now: Millis,
@@ -213,9 +254,6 @@ pub fn days_to_roll(
     let zone = site.zone();
     let today = zone.local_date(now);
     let created = (site.created_at > 0).then(|| zone.local_date(site.created_at));
-    // Raw events of a day exist while its whole window is inside retention.
-    let retained_from = now - i64::from(site.retention_days) * DAY_MS;
-    let within_retention = |d: Date| zone.day_start(d) - READ_BEFORE_MS >= retained_from;
     let mut days = BTreeSet::new();
     match config.days {
         Some(range) => days.extend(range.each_day().filter(|d| is_complete(&zone, *d, now))),
@@ -223,9 +261,9 @@ pub fn days_to_roll(
             for back in 1..=i64::from(config.trailing_days) {
                 days.insert(today - time::Duration::days(back));
             }
-            let mut d = today - time::Duration::days(i64::from(site.retention_days) + 1);
+            let mut d = today - time::Duration::days(i64::from(gap_lookback_days(site)) + 1);
             while d < today {
-                if within_retention(d) && is_settled(&zone, d, now, config.settle_ms) {
+                if is_settled(&zone, d, now, config.settle_ms) {
                     match existing(d) {
                         None => {
                             days.insert(d);
@@ -247,8 +285,26 @@ pub fn days_to_roll(
         .collect()
 }
 
-/// Rolls up one site's due days.
+/// Compacts one site, then rolls up its due days.
 pub async fn roll_site(
+    store: &Store,
+    site: &Site,
+    now: Millis,
+    config: &JobConfig,
+) -> Result<SiteReport, StoreError> {
+    let compaction = if config.compact {
+        compact_site(store, site, now, config.trailing_days).await?
+    } else {
+        CompactReport::default()
+    };
+    let mut report = rollup_site(store, site, now, config).await?;
+    report.compaction = compaction;
+    Ok(report)
+}
+
+/// Rolls up one site's due days, each folded from the events the read plan
+/// names (segments, raw hours not compacted yet).
+pub async fn rollup_site(
     store: &Store,
     site: &Site,
     now: Millis,
@@ -262,7 +318,7 @@ pub async fn roll_site(
     let look_from = config
         .days
         .map(|r| r.from)
-        .unwrap_or(today - time::Duration::days(i64::from(site.retention_days) + 2));
+        .unwrap_or(today - time::Duration::days(i64::from(gap_lookback_days(site)) + 2));
     let look_to = config.days.map(|r| r.to).unwrap_or(today);
     let existing = store.rollup_scalars(&site.id, look_from, look_to).await?;
     let days = days_to_roll(site, now, config, &|d| {
@@ -270,10 +326,35 @@ pub async fn roll_site(
     });
     let mut report = SiteReport::default();
     for run in contiguous(&days) {
-        let from = zone.day_start(run[0]) - READ_BEFORE_MS;
-        let to = (zone.day_end(run[run.len() - 1]) + MAX_SPILL_MS).min(now + HOUR_MS);
-        let events = store.events_between(site, from, to, now).await?;
-        for (day, agg) in roll_days(&events, &zone, run, &compiled, config.top_n) {
+        let range = DateRange {
+            from: run[0],
+            to: run[run.len() - 1],
+        };
+        let manifests = match plan::manifest_days(&zone, range, site.created_at, now) {
+            Some((from, to)) => store.manifests(&site.id, from, to, now).await?,
+            None => Default::default(),
+        };
+        let plan = plan::plan(&Inputs {
+            zone: &zone,
+            range,
+            now,
+            settle: config.settle_ms,
+            created_at: site.created_at,
+            retention_days: site.retention_days,
+            rollups: &|_| RollupFit::None,
+            manifests: &manifests,
+        });
+        if !plan.reads_events() {
+            continue;
+        }
+        let detail = store.read_detail(site, plan, now).await?;
+        // Days whose events are gone (or unreadable) keep what they have.
+        let answered: Vec<Date> = run
+            .iter()
+            .filter(|d| detail.plan.days.contains_key(d))
+            .copied()
+            .collect();
+        for (day, agg) in roll_days(&detail.events, &zone, &answered, &compiled, config.top_n) {
             match store
                 .put_rollup(&site.id, day, &agg, RollupSource::Computed, &fp, now)
                 .await?
@@ -284,6 +365,17 @@ pub async fn roll_site(
         }
     }
     Ok(report)
+}
+
+fn add_compaction(sum: &mut CompactReport, one: &CompactReport) {
+    sum.hours_added += one.hours_added;
+    sum.days_packed += one.days_packed;
+    sum.days_unchanged += one.days_unchanged;
+    sum.events += one.events;
+    sum.parts_written += one.parts_written;
+    sum.bytes_written += one.bytes_written;
+    sum.parts_deleted += one.parts_deleted;
+    sum.conflicts += one.conflicts;
 }
 
 /// Splits sorted days into runs of consecutive days (at most 31 long, so a
@@ -307,7 +399,20 @@ fn contiguous(days: &[Date]) -> Vec<&[Date]> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use tally_core::HOUR_MS;
     use time::macros::date;
+
+    #[test]
+    fn runs_at_twenty_past_once_the_last_hour_is_sealed() {
+        let midnight = tally_core::zone::utc_midnight(date!(2026 - 11 - 30));
+        let minute = tally_core::MINUTE_MS;
+        assert_eq!(until_next_run(midnight), 20 * minute as u64);
+        assert_eq!(until_next_run(midnight + 20 * minute), HOUR_MS as u64);
+        assert_eq!(until_next_run(midnight + 21 * minute), 59 * minute as u64);
+        // The hour that ended at the run's full hour is sealed at the run.
+        let run = midnight + HOUR_MS + 20 * minute;
+        assert!(tally_core::retention::is_sealed(midnight, run));
+    }
 
     #[test]
     fn splits_days_into_runs() {
@@ -363,9 +468,13 @@ mod tests {
             !days.contains(&date!(2026 - 11 - 30)),
             "today is not complete"
         );
+        let mut short = site.clone();
+        short.history_days = 10;
+        let days = days_to_roll(&short, now, &config, &|_| None);
+        assert!(days.contains(&date!(2026 - 11 - 20)), "inside the history");
         assert!(
-            !days.contains(&date!(2026 - 11 - 19)),
-            "outside raw retention"
+            !days.contains(&date!(2026 - 11 - 18)),
+            "outside the history"
         );
     }
 }

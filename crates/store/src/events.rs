@@ -7,10 +7,10 @@ use crate::item::{from_item, number, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures::stream::{self, StreamExt, TryStreamExt};
+use tally_core::Millis;
 use tally_core::event::Event;
 use tally_core::keys::{EventKey, event_pk, hours_between};
 use tally_core::site::Site;
-use tally_core::{DAY_MS, Millis};
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,10 +25,7 @@ pub enum PutOutcome {
 /// How many hour partitions are read at once.
 pub const READ_CONCURRENCY: usize = 24;
 
-/// The TTL (epoch seconds) of an event at `at` for a site's retention.
-pub fn event_ttl(at: Millis, retention_days: u32) -> i64 {
-    (at + i64::from(retention_days) * DAY_MS) / 1000
-}
+pub use tally_core::retention::event_ttl;
 
 impl Store {
     /// Stores one event with one PutItem, conditional on the key being new,
@@ -88,12 +85,26 @@ impl Store {
         to: Millis,
         now: Millis,
     ) -> Result<Vec<Event>, StoreError> {
+        let mut events = self
+            .events_in_hours(site, hours_between(from, to), now)
+            .await?;
+        events.retain(|e| e.ts >= from && e.ts < to);
+        Ok(events)
+    }
+
+    /// Every event of the given UTC hours (every shard), sorted by time.
+    pub async fn events_in_hours(
+        &self,
+        site: &Site,
+        hours: impl IntoIterator<Item = Millis>,
+        now: Millis,
+    ) -> Result<Vec<Event>, StoreError> {
         let shards: Vec<Option<u16>> = if site.shards <= 1 {
             vec![None]
         } else {
             (0..site.shards).map(Some).collect()
         };
-        let pks: Vec<String> = hours_between(from, to)
+        let pks: Vec<String> = hours
             .into_iter()
             .flat_map(|hour| shards.iter().map(move |s| event_pk(&site.id, hour, *s)))
             .collect();
@@ -102,11 +113,7 @@ impl Store {
             .buffer_unordered(READ_CONCURRENCY)
             .try_collect()
             .await?;
-        let mut events: Vec<Event> = parts
-            .into_iter()
-            .flatten()
-            .filter(|e| e.ts >= from && e.ts < to)
-            .collect();
+        let mut events: Vec<Event> = parts.into_iter().flatten().collect();
         events.sort_by_key(|e| e.ts);
         Ok(events)
     }

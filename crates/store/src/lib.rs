@@ -9,6 +9,9 @@
 //! - [`client`]: building the SDK client, timeouts, and request counting.
 //! - [`error`]: one error type for every store failure.
 //! - [`events`]: raw-event writes (one conditional PutItem) and hour reads.
+//! - [`segments`]: segment manifests and parts (Query, BatchGetItem, BatchWriteItem).
+//! - [`detail`]: the events a read plan names, from segments and raw hours.
+//! - [`rollups`]: day rollups.
 //! - [`sites`]: sites, API keys and goals, with a per-instance site cache.
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
 //! - [`clock`]: the clock the handlers are given.
@@ -16,6 +19,7 @@
 
 pub mod client;
 pub mod clock;
+pub mod detail;
 pub mod env;
 pub mod error;
 pub mod events;
@@ -27,6 +31,7 @@ pub mod query;
 pub mod request;
 pub mod rollups;
 pub mod salt;
+pub mod segments;
 pub mod sites;
 pub mod table;
 

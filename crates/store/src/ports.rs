@@ -2,6 +2,7 @@
 //! DynamoDB implementations. Handler unit tests may implement them in
 //! memory; everything that matters is also tested through the real client.
 
+use crate::detail::Detail;
 use crate::events::PutOutcome;
 use crate::rollups::{DayDims, DayScalars};
 use crate::salt::SharedSalt;
@@ -15,7 +16,9 @@ use tally_core::Millis;
 use tally_core::event::Event;
 use tally_core::goal::Goal;
 use tally_core::keys::EventKey;
+use tally_core::plan::Plan;
 use tally_core::salt::DailySalt;
+use tally_core::segment::Manifest;
 use tally_core::site::Site;
 use time::Date;
 
@@ -85,7 +88,8 @@ pub trait QueryStore: Send + Sync {
     ) -> impl Future<Output = Result<Option<ApiKeyRecord>, StoreError>> + Send;
     /// The site's goals.
     fn goals(&self, site: &str) -> impl Future<Output = Result<Vec<Goal>, StoreError>> + Send;
-    /// Every event of the site in `[from, to)`, in time order.
+    /// Every event of the site in `[from, to)`, in time order, from raw
+    /// partitions (realtime).
     fn events(
         &self,
         site: &Site,
@@ -107,6 +111,23 @@ pub trait QueryStore: Send + Sync {
         from: Date,
         to: Date,
     ) -> impl Future<Output = Result<BTreeMap<Date, DayDims>, StoreError>> + Send;
+    /// The segment manifests of the UTC days `[from, to]` unexpired at
+    /// `now` (one Query).
+    fn manifests(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+        now: Millis,
+    ) -> impl Future<Output = Result<BTreeMap<Date, Manifest>, StoreError>> + Send;
+    /// The events a read plan names (segments and raw hours), and the plan
+    /// as carried out.
+    fn read_detail(
+        &self,
+        site: &Site,
+        plan: Plan,
+        now: Millis,
+    ) -> impl Future<Output = Result<Detail, StoreError>> + Send;
 }
 
 /// The DynamoDB-backed query store.
@@ -166,5 +187,24 @@ impl QueryStore for DynamoQuery {
         to: Date,
     ) -> Result<BTreeMap<Date, DayDims>, StoreError> {
         self.store.rollup_dims(site, from, to).await
+    }
+
+    async fn manifests(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+        now: Millis,
+    ) -> Result<BTreeMap<Date, Manifest>, StoreError> {
+        self.store.manifests(site, from, to, now).await
+    }
+
+    async fn read_detail(
+        &self,
+        site: &Site,
+        plan: Plan,
+        now: Millis,
+    ) -> Result<Detail, StoreError> {
+        self.store.read_detail(site, plan, now).await
     }
 }

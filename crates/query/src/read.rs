@@ -1,0 +1,264 @@
+//! One read: the plan `tally_core::plan` makes, carried out.
+//!
+//! 1. The settled days' rollups (when the request can use them) and the
+//!    segment manifests of the range are read together: two Queries.
+//! 2. The plan picks each day's source: rollup → segments → raw.
+//! 3. The events of the other days are read once (`read_detail`: one
+//!    BatchGetItem per 100 parts, the raw hours in parallel) and folded by
+//!    the same fold the rollup job uses.
+//!
+//! [`Read`] keeps the rollups and the events, so one read can answer every
+//! panel of a dashboard (days, hours, any dimension folded from them).
+
+use crate::config::Config;
+use crate::error::ApiError;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tally_core::HOUR_MS;
+use tally_core::Millis;
+use tally_core::aggregate::{Aggregate, FoldSpec, fold};
+use tally_core::dimension::Dimension;
+use tally_core::filter::Filter;
+use tally_core::goal::Matcher;
+use tally_core::plan::{self, Inputs, RollupFit, Source, Warning};
+use tally_core::range::DateRange;
+use tally_core::session::sessions;
+use tally_core::site::Site;
+use tally_core::zone::{Zone, format_date};
+use tally_store::detail::Detail;
+use tally_store::ports::QueryStore;
+use time::Date;
+
+/// What to read.
+pub struct Request<'a> {
+    /// The site.
+    pub site: &'a Site,
+    /// Its zone.
+    pub zone: &'a Zone,
+    /// The days.
+    pub range: DateRange,
+    /// Dimensions to break down.
+    pub dims: &'a [Dimension],
+    /// Compiled goals.
+    pub goals: &'a [(String, Matcher)],
+    /// Fingerprint of the site's current goals.
+    pub goals_fp: &'a str,
+    /// Filters.
+    pub filter: &'a Filter,
+    /// Whether hours are needed (an hourly series): rollups hold days only.
+    pub hourly: bool,
+    /// Now.
+    pub now: Millis,
+    /// Read settings.
+    pub config: &'a Config,
+}
+
+/// A range read: rollups for the days they answer, events for the rest.
+#[derive(Debug, Default)]
+pub struct Read {
+    rollups: BTreeMap<Date, Aggregate>,
+    detail: Detail,
+}
+
+/// `meta.sources`: the days each source answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SourcesMeta {
+    /// Days from day rollups.
+    pub rollup: Option<Span>,
+    /// Days folded from segments only.
+    pub segment: Option<Span>,
+    /// Days folded with some raw hours (open hours, not yet compacted).
+    pub raw: Option<Span>,
+}
+
+/// A set of days: first, last and how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Span {
+    /// First day.
+    pub from: String,
+    /// Last day.
+    pub to: String,
+    /// Days.
+    pub days: usize,
+}
+
+fn span(days: &[Date]) -> Option<Span> {
+    Some(Span {
+        from: format_date(*days.first()?),
+        to: format_date(*days.last()?),
+        days: days.len(),
+    })
+}
+
+/// Reads a range.
+pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, ApiError> {
+    let site = r.site;
+    let config = r.config;
+    let eligible = config.use_rollups && r.filter.is_empty() && !r.hourly;
+    let settled = plan::settled_days(r.zone, r.range, r.now, config.settle_ms);
+    let rollups = async {
+        match (settled.first(), settled.last()) {
+            (Some(first), Some(last)) if eligible => read_rollups(store, r, *first, *last).await,
+            _ => Ok(BTreeMap::new()),
+        }
+    };
+    let manifests = || async {
+        match plan::manifest_days(r.zone, r.range, site.created_at, r.now) {
+            Some((from, to)) if config.use_segments => store
+                .manifests(&site.id, from, to, r.now)
+                .await
+                .map_err(ApiError::from),
+            _ => Ok(BTreeMap::new()),
+        }
+    };
+    // A range of settled days only is usually answered by rollups alone:
+    // manifests are read after them, and only if a day lacks one. Else
+    // both are read together.
+    let (rolled, manifests) = if eligible && settled.len() as i64 == r.range.days() {
+        let rolled = rollups.await?;
+        let complete = settled
+            .iter()
+            .all(|d| rolled.get(d).is_some_and(|(_, stale)| !stale));
+        let manifests = if complete {
+            BTreeMap::new()
+        } else {
+            manifests().await?
+        };
+        (rolled, manifests)
+    } else {
+        let (rolled, manifests) = tokio::join!(rollups, manifests());
+        (rolled?, manifests?)
+    };
+    let fit = |d: Date| match rolled.get(&d) {
+        None => RollupFit::None,
+        Some((_, false)) => RollupFit::Exact,
+        Some((_, true)) => RollupFit::Stale,
+    };
+    let plan = plan::plan(&Inputs {
+        zone: r.zone,
+        range: r.range,
+        now: r.now,
+        settle: config.settle_ms,
+        created_at: site.created_at,
+        retention_days: site.retention_days,
+        rollups: &fit,
+        manifests: &manifests,
+    });
+    let rollup_days = plan.rollup_days();
+    let detail = store.read_detail(site, plan, r.now).await?;
+    let rollups = rolled
+        .into_iter()
+        .filter(|(d, _)| rollup_days.contains(d))
+        .map(|(d, (agg, _))| (d, agg))
+        .collect();
+    Ok(Read { rollups, detail })
+}
+
+impl Read {
+    /// One aggregate per day that has an answer (days without visits may
+    /// be absent): the rollups, and the events folded by the day each visit
+    /// started on.
+    pub fn days(&self, r: &Request<'_>) -> BTreeMap<Date, Aggregate> {
+        let mut out: BTreeMap<Date, Aggregate> = self
+            .rollups
+            .iter()
+            .map(|(d, agg)| {
+                let mut agg = agg.clone();
+                agg.dims.retain(|dim, _| r.dims.contains(dim));
+                (*d, agg)
+            })
+            .collect();
+        let detail_days = &self.detail.plan.days;
+        let zone = r.zone;
+        let visits = sessions(&self.detail.events, zone);
+        out.extend(fold(&visits, &spec(r), |s| {
+            let day = zone.local_date(s.start);
+            detail_days
+                .get(&day)
+                .is_some_and(|src| *src != Source::Rollup)
+                .then_some(day)
+        }));
+        out
+    }
+
+    /// One aggregate per hour bucket (keyed by the bucket's start instant)
+    /// of the days folded from events.
+    pub fn hours(&self, r: &Request<'_>) -> BTreeMap<Millis, Aggregate> {
+        let detail_days = &self.detail.plan.days;
+        let zone = r.zone;
+        let (start, end) = r.range.bounds(zone);
+        let visits = sessions(&self.detail.events, zone);
+        fold(&visits, &spec(r), |s| {
+            let answered = detail_days
+                .get(&zone.local_date(s.start))
+                .is_some_and(|src| *src != Source::Rollup);
+            (answered && s.start >= start && s.start < end)
+                .then(|| start + (s.start - start) / HOUR_MS * HOUR_MS)
+        })
+    }
+
+    /// Where the days came from.
+    pub fn sources(&self) -> SourcesMeta {
+        let s = self.detail.plan.sources();
+        SourcesMeta {
+            rollup: span(&s.rollup),
+            segment: span(&s.segment),
+            raw: span(&s.raw),
+        }
+    }
+
+    /// Why some days have no answer.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.detail.plan.warnings
+    }
+}
+
+fn spec<'a>(r: &Request<'a>) -> FoldSpec<'a> {
+    FoldSpec {
+        dims: r.dims,
+        goals: r.goals,
+        filter: r.filter,
+        top_n: None,
+    }
+}
+
+/// The rollups of `[from, to]` and whether each is stale for this request:
+/// scalars for totals, dimensions for breakdowns; a goal breakdown's rollup
+/// is stale when it was computed with other goal definitions.
+async fn read_rollups<S: QueryStore>(
+    store: &S,
+    r: &Request<'_>,
+    from: Date,
+    to: Date,
+) -> Result<BTreeMap<Date, (Aggregate, bool)>, ApiError> {
+    if r.dims.is_empty() {
+        let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
+        return Ok(scalars
+            .into_iter()
+            .map(|(d, s)| {
+                let agg = Aggregate {
+                    totals: s.totals(),
+                    dims: BTreeMap::new(),
+                };
+                (d, (agg, false))
+            })
+            .collect());
+    }
+    let dims = store.rollup_dims(&r.site.id, from, to).await?;
+    Ok(dims
+        .into_iter()
+        .map(|(d, day)| {
+            let stale = r.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp;
+            (d, (day.aggregate, stale))
+        })
+        .collect())
+}
+
+/// The sum of a map of aggregates.
+pub fn total<K>(parts: &BTreeMap<K, Aggregate>) -> Aggregate {
+    let mut out = Aggregate::default();
+    for a in parts.values() {
+        out.merge(a);
+    }
+    out
+}
