@@ -105,13 +105,19 @@ impl Harness {
     /// Deletes every raw event item of a site stored in an hour partition
     /// that starts before `before` (ms); returns how many.
     pub async fn delete_raw_before(&self, site: &str, before: i64) -> usize {
+        self.delete_raw_hours(site, i64::MIN, before).await
+    }
+
+    /// Deletes every raw event item of a site stored in an hour partition
+    /// that starts in `[from, to)` (ms); returns how many.
+    pub async fn delete_raw_hours(&self, site: &str, from: i64, to: i64) -> usize {
         let mut n = 0;
         for item in self.event_items().await {
             let pk = tally_store::item::string(&item, "pk").unwrap_or_default();
             let Some((s, hour, _)) = tally_core::keys::parse_event_pk(pk) else {
                 continue;
             };
-            if s != site || hour >= before {
+            if s != site || hour < from || hour >= to {
                 continue;
             }
             let sk = tally_store::item::string(&item, "sk").unwrap_or_default();

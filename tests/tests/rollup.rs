@@ -20,8 +20,6 @@ use tally_tests::Harness;
 use tally_tests::seed::{store_events, traffic};
 use time::macros::date;
 
-const START: time::Date = date!(2026 - 09 - 01);
-
 async fn site_with_key(h: &Harness, id: &str, tz: &str, retention: u32) -> (Site, String) {
     let mut site = Site::new(id, &[format!("{id}.example")], tz, 0).unwrap();
     site.retention_days = retention;
@@ -62,127 +60,8 @@ async fn get_with(
     (status, serde_json::from_slice(body).unwrap())
 }
 
-fn without_sources(mut v: Value) -> Value {
-    if let Some(meta) = v.get_mut("meta").and_then(Value::as_object_mut) {
-        meta.remove("sources");
-        if let Some(cmp) = meta.get_mut("comparison").and_then(Value::as_object_mut) {
-            cmp.remove("sources");
-        }
-    }
-    v
-}
-
 fn rollup_days(v: &Value) -> u64 {
     v["meta"]["sources"]["rollup"]["days"].as_u64().unwrap_or(0)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn settled_ranges_from_rollups_equal_a_raw_recount() {
-    let h = Harness::start().await;
-    // Raw TTL effectively disabled: ten years of retention.
-    let (site, key) = site_with_key(&h, "equiv", "America/New_York", 3650).await;
-    let zone = site.zone();
-    let start = zone.day_start(START);
-    let events = traffic(&site, start, 45, 40, 7);
-    store_events(&h.store, &site, &events).await;
-    let goal = tally_core::goal::Goal::new(
-        "signup",
-        "Signup",
-        tally_core::goal::GoalRule::Event {
-            name: "Signup".into(),
-        },
-        0,
-    )
-    .unwrap();
-    h.store.put_goal(&site.id, &goal).await.unwrap();
-    let blog = tally_core::goal::Goal::new(
-        "blog",
-        "Blog",
-        tally_core::goal::GoalRule::Page {
-            pattern: "/blog/*".into(),
-            matching: tally_core::goal::PageMatch::Wildcard,
-        },
-        0,
-    )
-    .unwrap();
-    h.store.put_goal(&site.id, &blog).await.unwrap();
-
-    // The job runs three days after the data ends.
-    let now = zone.day_end(START + time::Duration::days(44)) + 3 * DAY_MS + 2 * HOUR_MS;
-    let report = run(&h.store, now, &JobConfig::default(), &|_| {})
-        .await
-        .unwrap();
-    assert!(report.finished && report.failed.is_empty(), "{report:?}");
-    assert!(report.days_written >= 45, "{report:?}");
-
-    let query = DynamoQuery::new(h.store.clone());
-    let ranges = [
-        ("2026-09-01", "2026-10-15"),
-        ("2026-09-01", "2026-09-01"),
-        ("2026-09-10", "2026-09-30"),
-        ("2026-10-01", "2026-10-15"),
-        ("2026-09-28", "2026-10-03"),
-    ];
-    let mut paths = Vec::new();
-    for (from, to) in ranges {
-        let r = format!("from={from}&to={to}");
-        paths.push(format!("/api/sites/equiv/stats?{r}&compare=previous"));
-        paths.push(format!("/api/sites/equiv/timeseries?{r}&interval=day"));
-        paths.push(format!("/api/sites/equiv/timeseries?{r}&interval=week"));
-        paths.push(format!("/api/sites/equiv/timeseries?{r}&interval=month"));
-        for d in tally_core::dimension::Dimension::ALL {
-            paths.push(format!(
-                "/api/sites/equiv/breakdown/{}?{r}&limit=1000",
-                d.name()
-            ));
-        }
-    }
-    for path in &paths {
-        let (s1, rolled) = get(&query, now, true, &key, path).await;
-        let (s2, raw) = get(&query, now, false, &key, path).await;
-        assert_eq!((s1, s2), (200, 200), "{path}: {rolled}");
-        assert!(
-            rollup_days(&rolled) > 0,
-            "{path} was not served from rollups: {}",
-            rolled["meta"]
-        );
-        assert_eq!(rollup_days(&raw), 0);
-        assert_eq!(without_sources(rolled), without_sources(raw), "{path}");
-    }
-
-    // Proof the rollup path is taken: a 45-day stats answer is one Query.
-    h.counter.reset();
-    let (_, v) = get(
-        &query,
-        now,
-        true,
-        &key,
-        "/api/sites/equiv/stats?from=2026-09-01&to=2026-10-15",
-    )
-    .await;
-    assert_eq!(rollup_days(&v), 45);
-    let ops = h.counter.by_operation();
-    assert_eq!(ops.get("Query"), Some(&1), "{ops:?}");
-    let rollup_units = h.counter.read_units();
-    h.counter.reset();
-    let (_, _) = get(
-        &query,
-        now,
-        false,
-        &key,
-        "/api/sites/equiv/stats?from=2026-09-01&to=2026-10-15",
-    )
-    .await;
-    let raw_queries = h.counter.by_operation().get("Query").copied().unwrap_or(0);
-    assert!(
-        raw_queries > 45 * 24,
-        "the raw recount reads every hour partition: {raw_queries}"
-    );
-    assert!(
-        rollup_units * 20.0 < h.counter.read_units(),
-        "rollups read {rollup_units} units, raw {}",
-        h.counter.read_units()
-    );
 }
 
 #[tokio::test]
