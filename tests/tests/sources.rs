@@ -290,3 +290,153 @@ async fn every_report_from_rollups_segments_and_raw_equals_a_raw_recount() {
     assert!(requests <= 20, "{ops:?}");
     assert_eq!(ops.get("BatchGetItem"), Some(&1), "{ops:?}");
 }
+
+/// Overwrites the bytes of every part of a UTC day with `damage(bytes)`
+/// (`None` deletes the part).
+async fn damage_parts(h: &Harness, day: Date, now: i64, damage: impl Fn(&[u8]) -> Option<Vec<u8>>) {
+    use aws_sdk_dynamodb::primitives::Blob;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let manifests = h.store.manifests("bad", day, day, now).await.unwrap();
+    let manifest = &manifests[&day];
+    assert!(!manifest.parts.is_empty());
+    let keys: Vec<(Date, String)> = manifest.parts.iter().map(|p| (day, p.id.clone())).collect();
+    let parts = h.store.segment_parts("bad", &keys).await.unwrap();
+    for (key, bytes) in parts {
+        let item_key = tally_store::item::key(
+            tally_core::keys::segment_pk("bad"),
+            tally_core::keys::part_sk(key.0, &key.1),
+        );
+        match damage(&bytes) {
+            Some(new) => {
+                let mut item = item_key;
+                item.insert("b".into(), AttributeValue::B(Blob::new(new)));
+                h.store
+                    .client()
+                    .put_item()
+                    .table_name("tally")
+                    .set_item(Some(item))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+            None => {
+                h.store
+                    .client()
+                    .delete_item()
+                    .table_name("tally")
+                    .set_key(Some(item_key))
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// A corrupt, truncated, unknown-version or missing part: its hours are
+/// read from raw events while they exist; after that the day is left out
+/// with a warning, never counted wrong, and the other days still answer.
+#[tokio::test]
+async fn damaged_segments_fall_back_to_raw_events_or_warn() {
+    let h = Harness::start().await;
+    let mut site = Site::new("bad", &["bad.example".into()], "UTC", 0).unwrap();
+    site.retention_days = 7;
+    let start = date!(2026 - 11 - 20);
+    site.created_at = utc_midnight(start);
+    h.store.create_site(&site).await.unwrap();
+    let key = tally_tests::new_key(&h.store, "bad", 3).await;
+    let events = traffic(&site, utc_midnight(start), 6, 30, 5);
+    store_events(&h.store, &site, &events).await;
+    let now = utc_midnight(date!(2026 - 11 - 26)) + 12 * HOUR_MS;
+    run(&h.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
+    let query = DynamoQuery::new(h.store.clone());
+    let get_at = |at: i64, path: String| {
+        let query = &query;
+        let key = &key;
+        async move {
+            let request = http::Request::builder()
+                .uri(format!("/api/sites/bad/{path}"))
+                .header("authorization", format!("Bearer {key}"))
+                .body(Body::Empty)
+                .unwrap();
+            let response =
+                handle_with(query, &ManualClock::at(at), &Config::default(), request).await;
+            assert_eq!(response.status(), 200, "{path}");
+            let body: &[u8] = response.body();
+            serde_json::from_slice::<Value>(body).unwrap()
+        }
+    };
+    let get = |path: String| get_at(now, path);
+    let day_path = |d: Date| format!("stats?from={d}&to={d}&filters=page%3D%3D%2F*");
+    let damaged = [
+        date!(2026 - 11 - 21),
+        date!(2026 - 11 - 22),
+        date!(2026 - 11 - 23),
+        date!(2026 - 11 - 24),
+    ];
+    let mut before = BTreeMap::new();
+    for d in damaged {
+        let v = get(day_path(d)).await;
+        assert_eq!(v["meta"]["sources"]["segment"]["days"], 1, "{v}");
+        assert!(v["results"]["visits"].as_u64().unwrap() > 0);
+        before.insert(d, v["results"].clone());
+    }
+    let flip = |b: &[u8]| {
+        let mut b = b.to_vec();
+        let i = b.len() / 2;
+        b[i] ^= 0x5a;
+        Some(b)
+    };
+    let truncate = |b: &[u8]| Some(b[..b.len() * 2 / 3].to_vec());
+    let future_version = |b: &[u8]| {
+        let mut b = b.to_vec();
+        b[3] = tally_core::segment::VERSION + 1;
+        Some(b)
+    };
+    damage_parts(&h, damaged[0], now, flip).await;
+    damage_parts(&h, damaged[1], now, truncate).await;
+    damage_parts(&h, damaged[2], now, future_version).await;
+    damage_parts(&h, damaged[3], now, |_| None).await;
+
+    // Raw events still exist: the same numbers, now from raw hours.
+    for d in damaged {
+        let v = get(day_path(d)).await;
+        assert_eq!(v["results"], before[&d], "{d}");
+        assert_eq!(v["meta"]["sources"]["raw"]["days"], 1, "{d}: {v}");
+        assert_eq!(v["meta"]["warnings"], Value::Array(vec![]));
+    }
+
+    // Eight days later the raw events are past their retention too: the
+    // damaged days are named, not zeroed silently, and a range over them
+    // counts exactly its other days.
+    let later = now + 8 * DAY_MS;
+    let get = |path: String| get_at(later, path);
+    for d in damaged {
+        let v = get(day_path(d)).await;
+        assert_eq!(
+            v["meta"]["warnings"][0]["code"], "segment_unreadable",
+            "{d}: {v}"
+        );
+        assert_eq!(v["results"]["visits"], 0, "{d}: {v}");
+    }
+    let whole = get("stats?from=2026-11-20&to=2026-11-25&filters=page%3D%3D%2F*".into()).await;
+    let warning = &whole["meta"]["warnings"][0];
+    assert_eq!(
+        (&warning["code"], &warning["from"], &warning["to"]),
+        (
+            &Value::from("segment_unreadable"),
+            &Value::from("2026-11-21"),
+            &Value::from("2026-11-24")
+        ),
+        "{whole}"
+    );
+    let mut others = 0;
+    for d in [date!(2026 - 11 - 20), date!(2026 - 11 - 25)] {
+        others += get(day_path(d)).await["results"]["visits"]
+            .as_u64()
+            .unwrap();
+    }
+    assert_eq!(whole["results"]["visits"], others);
+}
