@@ -350,13 +350,23 @@ async function main() {
     assert.equal(await dash.textContent('#site-name'), 'demo');
   }, { required: true });
   await check('dashboard: every API call carries the bearer key', () => {
-    assert.ok(apiRequests.length > 5, `${apiRequests.length} API requests`);
+    assert.ok(apiRequests.length >= 2, `${apiRequests.length} API requests`);
     for (const r of apiRequests) assert.equal(r.headers().authorization, `Bearer ${key}`, r.url());
   });
-  await check('dashboard: "Today" puts period=today in the URL', async () => {
+  await check('dashboard: "Today" puts period=today in the URL and loads the view with one request', async () => {
+    const before = apiRequests.length;
     await dash.selectOption('#period', 'today');
     await dash.waitForURL(/[?&]period=today\b/);
     await waitIdle(dash);
+    const views = apiRequests.slice(before).map(r => new URL(r.url())).filter(u => !u.pathname.endsWith('/realtime'));
+    assert.deepEqual(views.map(u => u.pathname), ['/api/sites/demo/dashboard'], 'one dashboard request per view');
+    assert.equal(views[0].searchParams.get('period'), 'today');
+    // Switching a panel's tab uses the rows already loaded.
+    const beforeTab = apiRequests.length;
+    await dash.click('[data-testid="tab-browser"]');
+    await dash.waitForSelector('[data-testid="tab-browser"][aria-selected="true"]');
+    await dash.click('[data-testid="tab-device"]');
+    assert.equal(apiRequests.slice(beforeTab).filter(r => !r.url().includes('/realtime')).length, 0, 'tabs make no request');
   });
 
   const api = {

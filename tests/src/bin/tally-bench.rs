@@ -4,6 +4,8 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- dashboard   # 300k events, 30-day dashboard from raw events via `tally dev`
 //! cargo run --release -p tally-tests --bin tally-bench -- year        # 365-day stats + timeseries from rollups
 //! cargo run --release -p tally-tests --bin tally-bench -- fold        # the pure fold over one day of 1M events, and rolling it up from the store
+//! cargo run --release -p tally-tests --bin tally-bench -- segments    # compacting a 1.1M-event day: encode speed, bytes, read from segments vs raw
+//! cargo run --release -p tally-tests --bin tally-bench -- history     # a 365-day filtered query on a site with 1,000 events a day
 //! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
 //! ```
 
@@ -45,8 +47,10 @@ async fn main() {
         "dashboard" => dashboard().await,
         "year" => year().await,
         "fold" => fold_bench().await,
+        "segments" => segments_bench().await,
+        "history" => history().await,
         "coldstart" => coldstart().await,
-        _ => println!("usage: tally-bench dashboard|year|fold|coldstart"),
+        _ => println!("usage: tally-bench dashboard|year|fold|segments|history|coldstart"),
     }
 }
 
@@ -211,12 +215,33 @@ async fn dashboard() {
         let _ = get(&query, now, &key, "bench", path).await;
     }
     println!(
-        "dashboard with rollups in process: {:.2} s, {} requests ({:?}), {:.1} read units",
+        "dashboard with rollups and segments in process (8 requests): {:.2} s, {} requests ({:?}), {:.1} read units",
         t.elapsed().as_secs_f64(),
         counter.total(),
         counter.by_operation(),
         counter.read_units()
     );
+    // The page's one request: every panel from one read of each source.
+    for round in ["first", "second"] {
+        counter.reset();
+        let t = Instant::now();
+        let v = get(
+            &query,
+            now,
+            &key,
+            "bench",
+            "dashboard?period=30d&compare=previous&interval=day&limit=10",
+        )
+        .await;
+        println!(
+            "GET dashboard ({round}): {:.3} s, {} requests ({:?}), {:.1} read units, sources {}",
+            t.elapsed().as_secs_f64(),
+            counter.total(),
+            counter.by_operation(),
+            counter.read_units(),
+            v["meta"]["sources"]
+        );
+    }
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&data);
@@ -359,6 +384,206 @@ async fn fold_bench() {
         h.counter.read_units(),
         report.written
     );
+}
+
+/// One UTC day of ~1.1 M generated events: the pure encoding (events per
+/// second on one core, first run and best of five, bytes per event), then
+/// stored, compacted by the job's code, and read back from segments and
+/// from raw partitions (requests, read units, bytes).
+async fn segments_bench() {
+    use tally_core::segment::{encode_hour, pack};
+    let mut site = Site::new("segs", &["segs.example".into()], "UTC", 0).unwrap();
+    site.retention_days = 3650;
+    let day = date!(2026 - 11 - 01);
+    let start = utc_midnight(day);
+    site.created_at = start;
+    let seeded = traffic(&site, start, 1, 200_000, 11);
+    let mut events: Vec<tally_core::event::Event> =
+        seeded.iter().map(|s| s.event.clone()).collect();
+    events.sort_by_key(|e| e.ts);
+    let n = events.len();
+    let hours: Vec<Vec<tally_core::event::Event>> = (0..24)
+        .map(|h| {
+            let from = start + h * HOUR_MS;
+            events
+                .iter()
+                .filter(|e| e.ts >= from && e.ts < from + HOUR_MS)
+                .cloned()
+                .collect()
+        })
+        .collect();
+    let runs: Vec<(f64, usize, usize)> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let encoded: Vec<_> = hours
+                .iter()
+                .enumerate()
+                .map(|(h, evs)| encode_hour(start + h as i64 * HOUR_MS, evs))
+                .collect();
+            let parts = pack(start, &encoded);
+            let secs = t.elapsed().as_secs_f64();
+            let bytes = parts.iter().map(|p| p.bytes.len()).sum();
+            (secs, bytes, parts.len())
+        })
+        .collect();
+    let best = runs.iter().map(|r| r.0).fold(f64::MAX, f64::min);
+    let (_, bytes, parts) = runs[0];
+    println!(
+        "encode {n} events (24 hours, packed): first run {:.3} s ({:.2} M events/s), best of 5 {:.3} s ({:.2} M events/s, one core); {bytes} bytes in {parts} parts = {:.1} bytes/event",
+        runs[0].0,
+        n as f64 / runs[0].0 / 1e6,
+        best,
+        n as f64 / best / 1e6,
+        bytes as f64 / n as f64
+    );
+    let encoded: Vec<_> = hours
+        .iter()
+        .enumerate()
+        .map(|(h, evs)| encode_hour(start + h as i64 * HOUR_MS, evs))
+        .collect();
+    let parts = pack(start, &encoded);
+    let t = Instant::now();
+    let mut decoded = 0;
+    for p in &parts {
+        for (_, evs) in tally_core::segment::decode_part(&p.bytes, |_| true).unwrap() {
+            decoded += evs.len();
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(decoded, n);
+    println!(
+        "decode {decoded} events: {:.3} s ({:.2} M events/s, one core)",
+        secs,
+        decoded as f64 / secs / 1e6
+    );
+    drop(hours);
+    if std::env::var_os("TALLY_BENCH_PURE").is_some() {
+        return;
+    }
+
+    let h = Harness::start().await;
+    let options = ClientOptions {
+        counter: Some(h.counter.clone()),
+        ..ClientOptions::local(&h.endpoint)
+    }
+    .for_batch();
+    let store = Store::connect(&options, "tally").await;
+    store.create_site(&site).await.unwrap();
+    let t = Instant::now();
+    store_events(&store, &site, &seeded).await;
+    println!("stored {n} events in {:.1} s", t.elapsed().as_secs_f64());
+    let now = start + 3 * DAY_MS;
+    h.counter.reset();
+    let t = Instant::now();
+    let report = tally_rollup::compact::compact_days(&store, &site, now, day, day)
+        .await
+        .unwrap();
+    println!(
+        "compacted the day from the store: {:.1} s, {} requests, {:.0} read units, {:.0} write units; {report:?}",
+        t.elapsed().as_secs_f64(),
+        h.counter.total(),
+        h.counter.read_units(),
+        h.counter.write_units()
+    );
+    let zone = site.zone();
+    let range = tally_core::range::DateRange { from: day, to: day };
+    for (what, use_segments) in [("segments", true), ("raw", false)] {
+        h.counter.reset();
+        let t = Instant::now();
+        let manifests = if use_segments {
+            let (a, b) =
+                tally_core::plan::manifest_days(&zone, range, site.created_at, now).unwrap();
+            store.manifests(&site.id, a, b, now).await.unwrap()
+        } else {
+            Default::default()
+        };
+        let plan = tally_core::plan::plan(&tally_core::plan::Inputs {
+            zone: &zone,
+            range,
+            now,
+            settle: tally_core::window::DEFAULT_SETTLE_MS,
+            created_at: site.created_at,
+            retention_days: site.retention_days,
+            rollups: &|_| tally_core::plan::RollupFit::None,
+            manifests: &manifests,
+        });
+        let part_bytes: u64 = manifests.values().map(|m| m.bytes()).sum();
+        let detail = store.read_detail(&site, plan, now).await.unwrap();
+        println!(
+            "read the day from {what}: {} events in {:.1} s, {} requests ({:?}), {:.1} read units{}",
+            detail.events.len(),
+            t.elapsed().as_secs_f64(),
+            h.counter.total(),
+            h.counter.by_operation(),
+            h.counter.read_units(),
+            if use_segments {
+                format!(", {part_bytes} bytes of parts")
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+/// A site with 1,000 events a day for 400 days, compacted; a 365-day
+/// filtered query reads its segments.
+async fn history() {
+    let h = Harness::start().await;
+    let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
+    let start = now - 400 * DAY_MS;
+    let mut site = Site::new("hist", &["hist.example".into()], "America/New_York", start).unwrap();
+    site.retention_days = 3650;
+    let key = with_key(&h.store, &site).await;
+    let events = traffic(&site, start, 400, 180, 5);
+    println!(
+        "{} events ({:.0} a day)",
+        events.len(),
+        events.len() as f64 / 400.0
+    );
+    let t = Instant::now();
+    store_events(&h.store, &site, &events).await;
+    println!("stored in {:.1} s", t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let report = tally_rollup::compact::compact_days(
+        &h.store,
+        &site,
+        now,
+        tally_core::zone::utc_date(start),
+        tally_core::zone::utc_date(now),
+    )
+    .await
+    .unwrap();
+    println!(
+        "compacted 400 days in {:.1} s: {} days packed, {} parts, {} bytes",
+        t.elapsed().as_secs_f64(),
+        report.days_packed,
+        report.parts_written,
+        report.bytes_written
+    );
+    run(&h.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
+    let query = DynamoQuery::new(h.store.clone());
+    for path in [
+        "stats?from=2025-11-30&to=2026-11-29&filters=page%3D%3D%2Fblog%2F*",
+        "breakdown/page?from=2025-11-30&to=2026-11-29&filters=country%3D%3DDE",
+        "timeseries?from=2025-11-30&to=2026-11-29&interval=month&filters=source~%3Doo",
+        "stats?period=12mo&filters=page%3D%3D%2Fblog%2F*",
+    ] {
+        // The first request warms the site cache; the second is measured.
+        let _ = get(&query, now, &key, "hist", path).await;
+        h.counter.reset();
+        let t = Instant::now();
+        let v = get(&query, now, &key, "hist", path).await;
+        println!(
+            "{path}: {:.0} ms, {} requests ({:?}), {:.1} read units, sources {}",
+            t.elapsed().as_secs_f64() * 1000.0,
+            h.counter.total(),
+            h.counter.by_operation(),
+            h.counter.read_units(),
+            v["meta"]["sources"]
+        );
+    }
 }
 
 /// Starts each release bootstrap ten times against an emulated runtime API
