@@ -64,6 +64,20 @@ pub struct CompactReport {
     pub conflicts: usize,
 }
 
+impl CompactReport {
+    /// Adds another site's report.
+    pub fn add(&mut self, o: &CompactReport) {
+        self.hours_added += o.hours_added;
+        self.days_packed += o.days_packed;
+        self.days_unchanged += o.days_unchanged;
+        self.events += o.events;
+        self.parts_written += o.parts_written;
+        self.bytes_written += o.bytes_written;
+        self.parts_deleted += o.parts_deleted;
+        self.conflicts += o.conflicts;
+    }
+}
+
 /// Compacts what is due for one site.
 pub async fn compact_site(
     store: &Store,
@@ -158,15 +172,7 @@ async fn run_work(
 ) -> Result<Option<Manifest>, StoreError> {
     match work {
         Work::Refresh { day, hours } => {
-            let start = utc_midnight(*day);
-            let encoded = encode_hours(
-                store,
-                site,
-                now,
-                hours.iter().map(|h| start + i64::from(*h) * HOUR_MS),
-            )
-            .await?;
-            report.events += encoded.iter().map(|h| u64::from(h.events)).sum::<u64>();
+            let encoded = encode_day_hours(store, site, now, *day, hours, report).await?;
             let old = manifest.cloned().unwrap_or_default();
             let label = |h: &HourBlocks| hour_label(hour_of(*day, h.hour));
             let changed = encoded.iter().any(|h| {
@@ -185,50 +191,30 @@ async fn run_work(
                 .all(|k| encoded.iter().any(|h| label(h) == *k));
             if changed && all_reread {
                 // A late write into a compacted hour: rewrite the day.
-                let parts = pack(start, &encoded);
-                let next = Manifest {
-                    hours: encoded.iter().map(|h| (label(h), entry(h))).collect(),
-                    parts: parts.iter().map(part_ref).collect(),
-                    packed: false,
-                    version: 0,
-                    written_at: now,
-                };
                 report.hours_added += fresh.len();
-                return replace(store, site, *day, now, manifest, next, &parts, report).await;
+                return append(
+                    store,
+                    site,
+                    *day,
+                    now,
+                    manifest,
+                    Manifest::default(),
+                    &encoded,
+                    report,
+                )
+                .await;
             }
             if fresh.is_empty() {
                 return Ok(None);
             }
             report.hours_added += fresh.len();
-            let mut next = old;
-            for h in &fresh {
-                next.hours.insert(label(h), entry(h));
-            }
-            let parts = pack(start, &fresh);
-            next.parts.extend(parts.iter().map(part_ref));
-            next.packed = false;
-            replace(store, site, *day, now, manifest, next, &parts, report).await
+            append(store, site, *day, now, manifest, old, &fresh, report).await
         }
         Work::Add { day, hours } => {
-            let start = utc_midnight(*day);
-            let encoded = encode_hours(
-                store,
-                site,
-                now,
-                hours.iter().map(|h| start + i64::from(*h) * HOUR_MS),
-            )
-            .await?;
+            let encoded = encode_day_hours(store, site, now, *day, hours, report).await?;
             report.hours_added += encoded.len();
-            report.events += encoded.iter().map(|h| u64::from(h.events)).sum::<u64>();
-            let mut next = manifest.cloned().unwrap_or_default();
-            for h in &encoded {
-                next.hours
-                    .insert(hour_label(hour_of(*day, h.hour)), entry(h));
-            }
-            let parts = pack(start, &encoded);
-            next.parts.extend(parts.iter().map(part_ref));
-            next.packed = false;
-            replace(store, site, *day, now, manifest, next, &parts, report).await
+            let base = manifest.cloned().unwrap_or_default();
+            append(store, site, *day, now, manifest, base, &encoded, report).await
         }
         Work::Verify { day } => {
             let start = utc_midnight(*day);
@@ -311,6 +297,49 @@ async fn run_work(
             replace(store, site, *day, now, manifest, next, &parts, report).await
         }
     }
+}
+
+/// Adds encoded hours to `base` (in new parts) and writes it over `old`.
+#[allow(clippy::too_many_arguments)]
+async fn append(
+    store: &Store,
+    site: &Site,
+    day: Date,
+    now: Millis,
+    old: Option<&Manifest>,
+    mut base: Manifest,
+    hours: &[HourBlocks],
+    report: &mut CompactReport,
+) -> Result<Option<Manifest>, StoreError> {
+    for h in hours {
+        base.hours
+            .insert(hour_label(hour_of(day, h.hour)), entry(h));
+    }
+    let parts = pack(utc_midnight(day), hours);
+    base.parts.extend(parts.iter().map(part_ref));
+    base.packed = false;
+    replace(store, site, day, now, old, base, &parts, report).await
+}
+
+/// Reads and encodes hours (0-23) of a UTC day.
+async fn encode_day_hours(
+    store: &Store,
+    site: &Site,
+    now: Millis,
+    day: Date,
+    hours: &[u8],
+    report: &mut CompactReport,
+) -> Result<Vec<HourBlocks>, StoreError> {
+    let start = utc_midnight(day);
+    let encoded = encode_hours(
+        store,
+        site,
+        now,
+        hours.iter().map(|h| start + i64::from(*h) * HOUR_MS),
+    )
+    .await?;
+    report.events += encoded.iter().map(|h| u64::from(h.events)).sum::<u64>();
+    Ok(encoded)
 }
 
 /// Writes the parts not stored yet, then the manifest (conditionally),

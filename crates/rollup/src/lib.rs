@@ -179,7 +179,7 @@ pub async fn run(
             Ok(site_report) => {
                 report.days_written += site_report.written.len();
                 report.days_kept_imported += site_report.kept_imported.len();
-                add_compaction(&mut report.compaction, &site_report.compaction);
+                report.compaction.add(&site_report.compaction);
                 report.processed.push(id.clone());
             }
             Err(e) => {
@@ -365,17 +365,6 @@ pub async fn rollup_site(
         }
     }
     Ok(report)
-}
-
-fn add_compaction(sum: &mut CompactReport, one: &CompactReport) {
-    sum.hours_added += one.hours_added;
-    sum.days_packed += one.days_packed;
-    sum.days_unchanged += one.days_unchanged;
-    sum.events += one.events;
-    sum.parts_written += one.parts_written;
-    sum.bytes_written += one.bytes_written;
-    sum.parts_deleted += one.parts_deleted;
-    sum.conflicts += one.conflicts;
 }
 
 /// Splits sorted days into runs of consecutive days (at most 31 long, so a

@@ -461,6 +461,25 @@ async fn segments_bench() {
         return;
     }
 
+    // The billed size of a raw item (DynamoDB: attribute names and values,
+    // plus 100 bytes of overhead per item for storage).
+    let mut raw_bytes = 0usize;
+    for s in &seeded {
+        let key = s.event.key(&site.id, &s.eid, site.shards);
+        let item = tally_store::item::with_keys(
+            &s.event,
+            key.pk(),
+            key.sk(),
+            Some(tally_core::retention::event_ttl(s.event.ts, 7)),
+        )
+        .unwrap();
+        raw_bytes += item_size(&item);
+    }
+    println!(
+        "raw items: {:.0} bytes/event on average (billed storage adds 100 bytes per item)",
+        raw_bytes as f64 / n as f64
+    );
+
     let h = Harness::start().await;
     let options = ClientOptions {
         counter: Some(h.counter.clone()),
@@ -523,6 +542,25 @@ async fn segments_bench() {
             }
         );
     }
+}
+
+/// DynamoDB's size of an item: each attribute's name and value.
+fn item_size(item: &tally_store::item::Item) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    fn value(v: &AttributeValue) -> usize {
+        match v {
+            AttributeValue::S(s) => s.len(),
+            AttributeValue::N(n) => n.len().div_ceil(2) + 1,
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+            AttributeValue::M(m) => {
+                3 + m.iter().map(|(k, v)| k.len() + value(v) + 1).sum::<usize>()
+            }
+            AttributeValue::L(l) => 3 + l.iter().map(|v| value(v) + 1).sum::<usize>(),
+            _ => 0,
+        }
+    }
+    item.iter().map(|(k, v)| k.len() + value(v)).sum()
 }
 
 /// A site with 1,000 events a day for 400 days, compacted; a 365-day
