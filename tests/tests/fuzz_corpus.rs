@@ -47,3 +47,9 @@ fn query_params_corpus_and_past_crashes_pass_their_fuzz_checks() {
         "only {n} query_params inputs: is the corpus committed?"
     );
 }
+
+#[test]
+fn segment_corpus_passes_its_fuzz_checks() {
+    let n = replay("segment", checks::segment);
+    assert!(n > 100, "only {n} segment inputs: is the corpus committed?");
+}
