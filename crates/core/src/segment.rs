@@ -32,11 +32,16 @@ use std::io::{Read, Write};
 pub const MAGIC: &[u8; 3] = b"TSG";
 /// The part format this code writes and reads.
 pub const VERSION: u8 = 1;
+/// Most events in one block: about 200 KB compressed for typical traffic.
+pub const BLOCK_EVENTS: usize = 24 * 1024;
 /// Largest compressed block; a larger hour is split into several blocks.
 pub const MAX_BLOCK_BYTES: usize = 300 * 1024;
 /// Largest part (one item's binary attribute), well under DynamoDB's 400 KB
 /// item limit.
 pub const MAX_PART_BYTES: usize = 350 * 1024;
+/// Largest size of a block's decoded events (their structs and strings)
+/// the encoder writes; a busier chunk is split.
+pub const MAX_BLOCK_DECODED: usize = 64 * 1024 * 1024;
 /// Largest decompressed block accepted (a guard against inflation bombs).
 pub const MAX_BLOCK_INFLATED: usize = 64 * 1024 * 1024;
 
@@ -178,7 +183,8 @@ pub fn hash_label(hash: u64) -> String {
 // ---------------------------------------------------------------- encoding
 
 /// Encodes one hour's events (those outside `[hour, hour + 1 h)` are not
-/// part of the hour and are left out).
+/// part of the hour and are left out). `hour` is the start of a UTC hour
+/// (a non-negative multiple of [`HOUR_MS`]).
 pub fn encode_hour(hour: Millis, events: &[Event]) -> HourBlocks {
     let mut refs: Vec<&Event> = events
         .iter()
@@ -186,11 +192,21 @@ pub fn encode_hour(hour: Millis, events: &[Event]) -> HourBlocks {
         .collect();
     refs.sort_by(|a, b| canonical_cmp(a, b));
     let mut bodies: Vec<(usize, usize, Vec<u8>, Vec<u8>)> = Vec::new();
-    let mut pending = vec![(0, refs.len())];
+    // Chunks of at most BLOCK_EVENTS events (so a busy hour is compressed
+    // once), halved again if one still compresses beyond the limit.
+    let chunks = refs.len().div_ceil(BLOCK_EVENTS).max(1);
+    let mut pending: Vec<(usize, usize)> = (0..chunks)
+        .rev()
+        .map(|i| (i * refs.len() / chunks, (i + 1) * refs.len() / chunks))
+        .collect();
     while let Some((from, to)) = pending.pop() {
         let body = encode_body(hour, &refs[from..to]);
         let packed = deflate(&body);
-        if packed.len() > MAX_BLOCK_BYTES && to - from > 1 {
+        let decoded: usize = refs[from..to].iter().map(|e| decoded_size(e)).sum();
+        let too_big = packed.len() > MAX_BLOCK_BYTES
+            || body.len() > MAX_BLOCK_INFLATED
+            || decoded > MAX_BLOCK_DECODED;
+        if too_big && to - from > 1 {
             let mid = from + (to - from) / 2;
             pending.push((mid, to));
             pending.push((from, mid));
@@ -336,7 +352,7 @@ fn first_u64(bytes: &[u8]) -> u64 {
 }
 
 fn deflate(body: &[u8]) -> Vec<u8> {
-    let mut enc = ZlibEncoder::new(Vec::with_capacity(body.len() / 3 + 64), Compression::new(6));
+    let mut enc = ZlibEncoder::new(Vec::with_capacity(body.len() / 3 + 64), Compression::new(3));
     // Writing to a Vec cannot fail.
     let _ = enc.write_all(body);
     enc.finish().unwrap_or_default()
@@ -351,6 +367,34 @@ fn inflate(bytes: &[u8]) -> Result<Vec<u8>, SegmentError> {
         return Err(SegmentError::Corrupt("inflated size"));
     }
     Ok(out)
+}
+
+/// The memory an event takes once decoded: its struct and its strings.
+pub fn decoded_size(e: &Event) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    std::mem::size_of::<Event>()
+        + e.vid.len()
+        + e.sid.len()
+        + e.host.len()
+        + e.path.len()
+        + e.source.len()
+        + e.browser.len()
+        + e.os.len()
+        + opt(&e.referrer)
+        + opt(&e.utm_source)
+        + opt(&e.utm_medium)
+        + opt(&e.utm_campaign)
+        + opt(&e.utm_content)
+        + opt(&e.utm_term)
+        + opt(&e.country)
+        + opt(&e.region)
+        + opt(&e.city)
+        + opt(&e.screen)
+        + opt(&e.name)
+        + e.props
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 64)
+            .sum::<usize>()
 }
 
 /// The order events are encoded in: by tab (session id, else visitor id),
@@ -679,6 +723,23 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
         return Err(SegmentError::Corrupt("trailing bytes"));
     }
 
+    // What decoding would allocate, from the dictionaries alone: a small
+    // part that points a million events at one long string must not make
+    // the reader allocate gigabytes.
+    let mut decoded = 0usize;
+    let mut p = 0;
+    for (i, count) in prop_counts.iter().enumerate() {
+        decoded += std::mem::size_of::<Event>() + visitors.len_of(i);
+        decoded += cols.iter().map(|c| c.len_of(i)).sum::<usize>();
+        for _ in 0..*count {
+            decoded += keys.len_of(p) + prop_values.len_of(p) + 64;
+            p += 1;
+        }
+        if decoded > 2 * MAX_BLOCK_DECODED {
+            return Err(SegmentError::Corrupt("decoded size"));
+        }
+    }
+
     let mut out = Vec::with_capacity(n);
     let mut p = 0;
     for i in 0..n {
@@ -756,6 +817,10 @@ impl Column {
         Ok(Self { values, ids })
     }
 
+    fn len_of(&self, i: usize) -> usize {
+        self.get(i).map_or(0, str::len)
+    }
+
     fn get(&self, i: usize) -> Option<&str> {
         match *self.ids.get(i)? {
             0 => None,
@@ -786,6 +851,13 @@ struct Visitors {
 }
 
 impl Visitors {
+    fn len_of(&self, i: usize) -> usize {
+        let id = self.ids.get(i).copied().unwrap_or(0) as usize;
+        id.checked_sub(1)
+            .and_then(|j| self.values.get(j))
+            .map_or(0, String::len)
+    }
+
     fn get(&self, i: usize) -> Option<String> {
         let id = *self.ids.get(i)?;
         (id > 0)
@@ -1154,6 +1226,30 @@ mod tests {
         let e = event(hour + HOUR_MS - 1, "00000000000000aa", "", "/");
         let back = round_trip(hour, &[encode_hour(hour, std::slice::from_ref(&e))]);
         assert_eq!(back, vec![e]);
+    }
+
+    #[test]
+    fn a_small_part_cannot_make_the_reader_allocate_gigabytes() {
+        // One long host shared by many events: tiny compressed, huge once
+        // every event holds its own copy.
+        let mut e = event(HOUR + 1, "00000000000000aa", "", "/");
+        e.host = "h".repeat(10_000);
+        let events = vec![e; 20_000];
+        let body = encode_body(HOUR, &events.iter().collect::<Vec<_>>());
+        let block = Block {
+            hour: HOUR,
+            events: 20_000,
+            bytes: deflate(&body),
+        };
+        assert!(block.bytes.len() < 400 * 1024);
+        assert_eq!(
+            decode_block(&block),
+            Err(SegmentError::Corrupt("decoded size"))
+        );
+        // The encoder splits such an hour so every block decodes.
+        let hour = encode_hour(HOUR, &events);
+        assert!(hour.blocks.len() > 1);
+        assert_eq!(round_trip(HOUR, &[hour]).len(), 20_000);
     }
 
     #[test]
