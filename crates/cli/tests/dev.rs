@@ -170,3 +170,96 @@ async fn dev_serves_the_stack_and_keeps_data_across_restarts() {
     drop(dev);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn tally(endpoint: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .args(["--dynamodb-endpoint", endpoint])
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn site_commands_set_both_retentions_and_the_job_runs_by_hand() {
+    let dir = std::env::temp_dir().join(format!("tally-dev-admin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dev = start(&dir);
+    let endpoint = dev.ready["dynamodb"].clone();
+    let (ok, out) = tally(
+        &endpoint,
+        &[
+            "site",
+            "create",
+            "--domain",
+            "shop.example",
+            "--id",
+            "shop",
+            "--history-days",
+            "0",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("raw events kept: 7 days; segments kept: forever"),
+        "{out}"
+    );
+    let (ok, out) = tally(
+        &endpoint,
+        &[
+            "site",
+            "update",
+            "--site",
+            "shop",
+            "--retention-days",
+            "3",
+            "--history-days",
+            "30",
+        ],
+    );
+    assert!(ok, "{out}");
+    let (ok, out) = tally(&endpoint, &["site", "list"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("shop\t") && l.ends_with("retention=3d\thistory=30d")),
+        "{out}"
+    );
+    // Out-of-range settings are refused and change nothing.
+    let (ok, out) = tally(
+        &endpoint,
+        &[
+            "site",
+            "update",
+            "--site",
+            "shop",
+            "--history-days",
+            "99999",
+        ],
+    );
+    assert!(!ok);
+    assert!(out.contains("history must be 0"), "{out}");
+    let (ok, out) = tally(
+        &endpoint,
+        &["site", "update", "--site", "nope", "--history-days", "1"],
+    );
+    assert!(!ok);
+    assert!(out.contains("no site"), "{out}");
+    let (_, out) = tally(&endpoint, &["site", "list"]);
+    assert!(out.contains("retention=3d\thistory=30d"), "{out}");
+    // The scheduled job by hand: compaction, then rollups, for every site.
+    let (ok, out) = tally(&endpoint, &["rollup"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("compaction:") && out.contains("finished=true"),
+        "{out}"
+    );
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+}
