@@ -7,10 +7,10 @@
 use serde_norway::Value;
 use std::path::PathBuf;
 use tally_core::site::Site;
+use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
 use tally_store::item::string;
-use tally_store::ports::DynamoIngest;
 use tally_store::salt::{SharedSalt, random_secret};
 use tally_store::table::TABLE;
 use tally_tests::{Harness, status_and_json};
@@ -156,7 +156,7 @@ async fn every_query_fixture_gets_its_answer_from_the_handler() {
     // The fixtures carry a documented test key; store its hash as `tally key create` would.
     let key = "tk_0123456789abcdef0123456789abcdef01234567.example.com";
     tally_tests::put_key(&h.store, "example.com", key).await;
-    let query = tally_store::ports::DynamoQuery::new(h.store.clone());
+    let query = tally_query::store::DynamoQuery::new(h.store.clone());
     let clock = ManualClock::at(1_764_460_800_000);
     let cases = [
         ("query-stats.json", 200, "results"),

@@ -6,10 +6,11 @@
 use lambda_http::Body;
 use tally_core::site::Site;
 use tally_core::zone::utc_midnight;
+use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
+use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
 use tally_store::item::string;
-use tally_store::ports::{DynamoIngest, DynamoQuery};
 use tally_store::salt::{SharedSalt, random_secret};
 use tally_tests::{Harness, status_and_json};
 use time::macros::date;

@@ -6,10 +6,10 @@
 use std::collections::HashSet;
 use tally_core::site::Site;
 use tally_core::zone::utc_midnight;
+use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
 use tally_store::item::{Item, number, string};
-use tally_store::ports::DynamoIngest;
 use tally_store::salt::{SharedSalt, random_secret};
 use tally_tests::{Harness, collect_request, status_and_json};
 use time::macros::date;

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tally_core::site::Site;
 use tally_ingest::Config as IngestConfig;
+use tally_ingest::store::DynamoIngest;
+use tally_query::store::DynamoQuery;
 use tally_store::clock::SystemClock;
-use tally_store::ports::{DynamoIngest, DynamoQuery};
 use tally_store::salt::SharedSalt;
 use tally_store::table::ensure_table;
 use tally_store::{ClientOptions, Store};
@@ -62,7 +63,7 @@ struct App {
 
 /// Runs the stack until Ctrl-C.
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
-    tally_store::env::init_tracing();
+    tally_lambda::logging::init_tracing();
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);

@@ -73,6 +73,8 @@ fn main() {
                 props: Default::default(),
                 engaged_ms: None,
                 scroll: None,
+                non_interactive: false,
+                revenue: None,
             });
         }
     }

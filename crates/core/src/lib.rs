@@ -33,6 +33,7 @@ pub mod keys;
 pub mod limit;
 pub mod payload;
 pub mod plan;
+pub mod plausible;
 pub mod range;
 pub mod report;
 pub mod retention;

@@ -182,11 +182,20 @@ pub const OUTBOUND_EVENT: &str = "Outbound Link: Click";
 /// The name of the custom event recorded for a file download click.
 pub const DOWNLOAD_EVENT: &str = "File Download";
 
+/// How a hit names its site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SiteRef {
+    /// By id (Tally's tracker: `s`), validated against the site list later.
+    Id(String),
+    /// By one of its domains (Plausible's `domain`).
+    Domain(String),
+}
+
 /// A parsed, validated tracker payload.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
-    /// The site id as sent (validated against the site list later).
-    pub site: String,
+    /// The site.
+    pub site: SiteRef,
     /// The tab's session id, when the tracker sent one.
     pub session: Option<String>,
     /// What the hit records.
@@ -203,6 +212,12 @@ pub struct Hit {
     pub eid: Option<String>,
     /// The client's clock when the event was made, from `ts` or the `eid` tail.
     pub client_ts: Option<Millis>,
+    /// `false`: the event does not end a bounce (Plausible's `interactive`).
+    pub interactive: bool,
+    /// The revenue a custom event carries.
+    pub revenue: Option<crate::event::Revenue>,
+    /// The page is a hash route: its `#fragment` is part of its path.
+    pub hash_route: bool,
 }
 
 #[derive(Deserialize)]
@@ -307,7 +322,7 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         Err(drop) => return Ok(Err(drop)),
     };
     Ok(Ok(Hit {
-        site,
+        site: SiteRef::Id(site),
         session,
         kind,
         url,
@@ -316,6 +331,9 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         time_zone,
         eid,
         client_ts,
+        interactive: true,
+        revenue: None,
+        hash_route: false,
     }))
 }
 
@@ -544,7 +562,7 @@ mod tests {
         let hit = parse_ok(
             r#"{"s":"blog","sid":"k3j4h5","e":"pageview","p":{},"u":"https://example.com/a?utm_source=x","r":"https://news.ycombinator.com/","t":"A","sw":1920,"sh":1080,"br":"Chrome","tz":"Europe/Berlin","v":"1.2.0","eid":"4fzyo82mvyrmi4b2vsa"}"#,
         );
-        assert_eq!(hit.site, "blog");
+        assert_eq!(hit.site, SiteRef::Id("blog".into()));
         assert_eq!(hit.kind, HitKind::PageView);
         assert_eq!(hit.url.path(), "/a");
         assert_eq!(hit.screen, Some((1920, 1080)));

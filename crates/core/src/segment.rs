@@ -31,7 +31,7 @@ use std::io::{Read, Write};
 /// The first bytes of every part.
 pub const MAGIC: &[u8; 3] = b"TSG";
 /// The part format this code writes and reads.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Most events in one block: about 200 KB compressed for typical traffic.
 pub const BLOCK_EVENTS: usize = 24 * 1024;
 /// Largest compressed block; a larger hour is split into several blocks.
@@ -391,6 +391,9 @@ pub fn decoded_size(e: &Event) -> usize {
         + opt(&e.city)
         + opt(&e.screen)
         + opt(&e.name)
+        + e.revenue
+            .as_ref()
+            .map_or(0, |r| r.amount.len() + r.currency.len() + 48)
         + e.props
             .iter()
             .map(|(k, v)| k.len() + v.len() + 64)
@@ -428,6 +431,8 @@ pub fn canonical_cmp(a: &Event, b: &Event) -> Ordering {
         .then_with(|| a.screen.cmp(&b.screen))
         .then_with(|| cmp_value(a.value, b.value))
         .then_with(|| a.props.cmp(&b.props))
+        .then_with(|| a.non_interactive.cmp(&b.non_interactive))
+        .then_with(|| a.revenue.cmp(&b.revenue))
         .then_with(|| a.sid.cmp(&b.sid))
 }
 
@@ -574,6 +579,9 @@ fn is_visitor_hex(v: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// String columns after the visitor ids.
+const COLUMNS: usize = 19;
+
 fn encode_body(hour: Millis, events: &[&Event]) -> Vec<u8> {
     let n = events.len();
     let mut out = Vec::with_capacity(n * 24 + 256);
@@ -589,13 +597,14 @@ fn encode_body(hour: Millis, events: &[&Event]) -> Vec<u8> {
     out.extend(events.iter().map(|e| kind_code(e.kind)));
     out.extend(events.iter().map(|e| channel_code(e.channel)));
     out.extend(events.iter().map(|e| device_code(e.device)));
+    out.extend(events.iter().map(|e| u8::from(e.non_interactive)));
 
     let mut vid = Dict::new(n);
     for e in events {
         vid.push(Some(e.vid.as_str()));
     }
     write_visitors(&mut out, &vid);
-    let columns: [fn(&Event) -> Option<&str>; 17] = [
+    let columns: [fn(&Event) -> Option<&str>; COLUMNS] = [
         |e| (!e.sid.is_empty()).then_some(e.sid.as_str()),
         |e| Some(e.host.as_str()),
         |e| Some(e.path.as_str()),
@@ -613,6 +622,8 @@ fn encode_body(hour: Millis, events: &[&Event]) -> Vec<u8> {
         |e| e.city.as_deref(),
         |e| e.screen.as_deref(),
         |e| e.name.as_deref(),
+        |e| e.revenue.as_ref().map(|r| r.amount.as_str()),
+        |e| e.revenue.as_ref().map(|r| r.currency.as_str()),
     ];
     for get in columns {
         let mut d = Dict::new(n);
@@ -679,10 +690,11 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
     let kinds = r.take(n)?;
     let channels = r.take(n)?;
     let devices = r.take(n)?;
+    let non_interactive = r.take(n)?;
 
     let visitors = read_visitors(&mut r, n)?;
-    let mut cols: Vec<Column> = Vec::with_capacity(17);
-    for _ in 0..17 {
+    let mut cols: Vec<Column> = Vec::with_capacity(COLUMNS);
+    for _ in 0..COLUMNS {
         cols.push(Column::read(&mut r, n)?);
     }
     let mut engaged = Vec::with_capacity(n);
@@ -791,6 +803,19 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
             scroll: match scrolls[i] {
                 0 => None,
                 v => Some(u8::try_from(v - 1).map_err(|_| SegmentError::Corrupt("scroll"))?),
+            },
+            non_interactive: match non_interactive[i] {
+                0 => false,
+                1 => true,
+                _ => return Err(SegmentError::Corrupt("interactive flag")),
+            },
+            revenue: match (text(17), text(18)) {
+                (Some(a), Some(c)) => Some(crate::event::Revenue {
+                    amount: a.to_owned(),
+                    currency: c.to_owned(),
+                }),
+                (None, None) => None,
+                _ => return Err(SegmentError::Corrupt("revenue")),
             },
         });
     }
@@ -1006,6 +1031,8 @@ mod tests {
             props: BTreeMap::new(),
             engaged_ms: None,
             scroll: None,
+            non_interactive: false,
+            revenue: None,
         }
     }
 
@@ -1038,6 +1065,8 @@ mod tests {
             value in proptest::option::of(prop_oneof![any::<f64>().prop_filter("not NaN", |v| !v.is_nan()), Just(19.99)]),
             props in proptest::collection::btree_map(text(), text(), 0..4),
             engaged_ms in proptest::option::of(any::<u64>()),
+            non_interactive in any::<bool>(),
+            revenue in proptest::option::of(("-?[0-9]{1,6}(\\.[0-9]{1,2})?", "[A-Z]{3}")),
             scroll in proptest::option::of(any::<u8>()),
         ) -> Event {
             Event {
@@ -1048,7 +1077,8 @@ mod tests {
                 browser, os,
                 device: device_of(device).unwrap(),
                 country: place.0, region: place.1, city: place.2, screen: place.3,
-                name, value, props, engaged_ms, scroll,
+                name, value, props, engaged_ms, scroll, non_interactive,
+                revenue: revenue.map(|(amount, currency)| crate::event::Revenue { amount, currency }),
             }
         }
     }

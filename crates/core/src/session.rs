@@ -50,7 +50,8 @@ pub struct Session<'a> {
     pub entry: Option<&'a str>,
     /// The last page viewed (`None` for a visit without page views).
     pub exit: Option<&'a str>,
-    /// One page view, no custom event, less than [`ENGAGED_MS`] engaged.
+    /// One page view, no interactive custom event, less than
+    /// [`ENGAGED_MS`] engaged.
     pub bounce: bool,
     /// Engaged time from engagement beacons when there are any, else the
     /// time from the first to the last event, ms.
@@ -171,6 +172,8 @@ impl<'z> DayCache<'z> {
 
 fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
     let (mut pageviews, mut custom, mut engaged, mut beacons) = (0u32, 0u32, 0u64, 0u32);
+    // Custom events that end a bounce (not Plausible's `interactive: false`).
+    let mut interactive = 0u32;
     let (mut entry, mut exit) = (None, None);
     for e in events {
         match e.kind {
@@ -179,7 +182,10 @@ fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
                 entry.get_or_insert(e.path.as_str());
                 exit = Some(e.path.as_str());
             }
-            Kind::Custom => custom += 1,
+            Kind::Custom => {
+                custom += 1;
+                interactive += u32::from(!e.non_interactive);
+            }
             Kind::Engagement => {
                 beacons += 1;
                 engaged += e.engaged_ms.unwrap_or(0);
@@ -201,7 +207,7 @@ fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
         custom_events: custom,
         entry,
         exit,
-        bounce: pageviews == 1 && custom == 0 && engaged < ENGAGED_MS,
+        bounce: pageviews == 1 && interactive == 0 && engaged < ENGAGED_MS,
         duration_ms: if beacons > 0 {
             engaged
         } else {
@@ -246,6 +252,8 @@ pub(crate) mod tests {
             props: Default::default(),
             engaged_ms: (kind == Kind::Engagement).then_some(3_000),
             scroll: None,
+            non_interactive: false,
+            revenue: None,
         }
     }
 

@@ -17,8 +17,11 @@ pub const DEFAULT_SITE_BUDGET: u32 = 60_000;
 /// Settings of one ingest instance.
 #[derive(Debug)]
 pub struct Config {
-    /// Payload limits.
+    /// Payload limits of `/collect`.
     pub limits: Limits,
+    /// Payload limits of `/api/event` (Plausible's: 30 properties, keys of
+    /// 300 bytes, values of 2,000).
+    pub events_api_limits: Limits,
     /// Whether the function sits behind CloudFront, so its viewer headers
     /// (`CloudFront-Viewer-Address`, `-Country`, `-Country-Region`, `-City`)
     /// are trusted for the client address and geography.
@@ -37,6 +40,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             limits: Limits::default(),
+            events_api_limits: tally_core::plausible::limits(),
             behind_cloudfront: false,
             counters: Counters::default(),
             client_budget: Some(DEFAULT_CLIENT_BUDGET),

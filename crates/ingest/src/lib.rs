@@ -2,9 +2,16 @@
 //!
 //! Routes (API Gateway HTTP API, or `tally dev`):
 //! - `GET /script.js`: the tracker, with an ETag and cache headers;
-//! - `POST /collect`: one tracker event, answered 202 (stored, duplicate, or
-//!   dropped as a bot), or a 4xx JSON error with nothing stored;
-//! - `OPTIONS /collect`: the CORS preflight;
+//! - `POST /collect`: one event of Tally's tracker, answered 202 (stored,
+//!   duplicate, or dropped as a bot), or a 4xx JSON error with nothing
+//!   stored;
+//! - `POST /api/event`: one event in Plausible's Events API format, answered
+//!   as Plausible does ([`events_api`]);
+//! - `OPTIONS /collect`, `OPTIONS /api/event`: the CORS preflight;
+//! - `GET /js/script.js` and its extension variants: the tracker in its
+//!   Plausible-compatible mode;
+//!
+//! Both event routes are parsers in front of one [`pipeline`].
 //! - `GET /health`: liveness and this instance's counters.
 //!
 //! [`handle`] is a plain async function over the [`IngestStore`] port and a
@@ -13,15 +20,18 @@
 
 pub mod collect;
 pub mod config;
+pub mod events_api;
 pub mod http_util;
+pub mod pipeline;
 pub mod script;
+pub mod store;
 
 pub use config::Config;
 
+use crate::store::IngestStore;
 use http_util::{cors, error, json};
 use lambda_http::{Body, Request, Response};
 use tally_store::clock::Clock;
-use tally_store::ports::IngestStore;
 
 /// Handles one request.
 pub async fn handle<S: IngestStore, C: Clock>(
@@ -34,15 +44,14 @@ pub async fn handle<S: IngestStore, C: Clock>(
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let response = match (method.as_str(), path.as_str()) {
         ("GET" | "HEAD", "/script.js" | "/js/script.js") => script::serve(&request),
-        ("POST", "/collect" | "/api/event") => {
-            collect::collect(store, clock, config, &request).await
-        }
+        ("POST", "/collect") => collect::collect(store, clock, config, &request).await,
+        ("POST", "/api/event") => events_api::event(store, clock, config, &request).await,
         ("OPTIONS", "/collect" | "/api/event") => http_util::preflight(),
         ("GET" | "HEAD", "/health" | "") => json(
             200,
             &serde_json::json!({"status": "ok", "service": "ingest", "counters": config.counters.snapshot()}),
         ),
-        (_, "/collect" | "/script.js" | "/health") => error(
+        (_, "/collect" | "/api/event" | "/script.js" | "/health") => error(
             405,
             "method_not_allowed",
             "method not allowed on this route",

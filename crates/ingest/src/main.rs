@@ -2,15 +2,15 @@
 
 use lambda_http::{Error, Request, run, service_fn};
 use std::sync::Arc;
+use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::SystemClock;
-use tally_store::ports::DynamoIngest;
 use tally_store::salt::SharedSalt;
 use tally_store::{ClientOptions, Store};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tally_store::env::init_tracing();
+    tally_lambda::logging::init_tracing();
     let secret = tally_store::env::salt_secret().map_err(|e| Error::from(e.to_string()))?;
     let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
     let ingest = Arc::new(DynamoIngest::new(store, SharedSalt::new(secret)));

@@ -12,11 +12,11 @@ use tally_core::keys::EventKey;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
 use tally_core::site::Site;
 use tally_ingest::script::{SCRIPT, etag};
+use tally_ingest::store::IngestStore;
 use tally_ingest::{Config, handle};
 use tally_store::StoreError;
 use tally_store::clock::ManualClock;
 use tally_store::events::PutOutcome;
-use tally_store::ports::IngestStore;
 use time::Date;
 
 #[derive(Default)]
@@ -28,6 +28,11 @@ impl IngestStore for Memory {
     async fn site(&self, id: &str) -> Result<Option<Arc<Site>>, StoreError> {
         Ok((id == "blog")
             .then(|| Arc::new(Site::new("blog", &["example.com".into()], "UTC", 0).unwrap())))
+    }
+
+    async fn site_for_domain(&self, domain: &str) -> Result<Option<Arc<Site>>, StoreError> {
+        self.site(if domain == "example.com" { "blog" } else { "" })
+            .await
     }
 
     async fn salt(&self, day: Date) -> DailySalt {

@@ -23,6 +23,7 @@ pub mod error;
 pub mod params;
 pub mod read;
 pub mod response;
+pub mod store;
 
 pub use crate::config::{AuthGuard, Config};
 use crate::error::{ApiError, error_response, json_response, typed_response};
@@ -32,6 +33,7 @@ use crate::response::{
     DashboardResponse, Meta, SeriesMeta, SeriesPart, SeriesResponse, StatsMeta, StatsPart,
     StatsResponse,
 };
+use crate::store::QueryStore;
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
@@ -49,7 +51,6 @@ use tally_core::rollup::{compile_goals, goals_fingerprint};
 use tally_core::site::Site;
 use tally_core::zone::{Zone, format_date};
 use tally_store::clock::Clock;
-use tally_store::ports::QueryStore;
 use time::Date;
 
 /// The dashboard page.
@@ -101,7 +102,7 @@ async fn route<S: QueryStore, C: Clock>(
         )),
         ("GET", ["api", "sites", site, rest @ ..]) => {
             let now = clock.now();
-            let ip = tally_store::request::client_ip(request, false);
+            let ip = tally_lambda::request::client_ip(request, false);
             if !config
                 .guard
                 .allows(&ip, config.auth_failures_per_minute, now)

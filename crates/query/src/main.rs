@@ -2,14 +2,14 @@
 
 use lambda_http::{Error, Request, run, service_fn};
 use std::sync::Arc;
+use tally_query::store::DynamoQuery;
 use tally_query::{Config, handle_with};
 use tally_store::clock::SystemClock;
-use tally_store::ports::DynamoQuery;
 use tally_store::{ClientOptions, Store};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tally_store::env::init_tracing();
+    tally_lambda::logging::init_tracing();
     let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
     let query = Arc::new(DynamoQuery::new(store));
     let config = Arc::new(Config::default());

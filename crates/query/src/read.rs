@@ -12,6 +12,7 @@
 
 use crate::config::Config;
 use crate::error::ApiError;
+use crate::store::QueryStore;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tally_core::HOUR_MS;
@@ -26,7 +27,6 @@ use tally_core::session::sessions;
 use tally_core::site::Site;
 use tally_core::zone::{Zone, format_date};
 use tally_store::detail::Detail;
-use tally_store::ports::QueryStore;
 use time::Date;
 
 /// What to read.

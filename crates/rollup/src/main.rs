@@ -8,7 +8,7 @@ use tally_store::{ClientOptions, Store};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tally_store::env::init_tracing();
+    tally_lambda::logging::init_tracing();
     let options = ClientOptions::from_env().for_batch();
     let store = Arc::new(Store::connect(&options, &tally_store::env::table_name()).await);
     run(service_fn(

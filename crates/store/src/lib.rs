@@ -15,7 +15,6 @@
 //! - [`sites`]: sites, API keys and goals, with a per-instance site cache.
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
 //! - [`clock`]: the clock the handlers are given.
-//! - [`ports`]: the small traits each Lambda's handler is written against.
 
 pub mod client;
 pub mod clock;
@@ -26,9 +25,7 @@ pub mod events;
 pub mod goals;
 pub mod item;
 pub mod jobs;
-pub mod ports;
 pub mod query;
-pub mod request;
 pub mod rollups;
 pub mod salt;
 pub mod segments;

@@ -162,6 +162,9 @@ pub const SITE_CACHE_TTL: Duration = Duration::from_secs(60);
 /// site ids cannot grow memory without bound.
 pub const SITE_CACHE_CAPACITY: usize = 10_000;
 
+/// Every site, shared.
+type SiteList = Arc<Vec<Arc<Site>>>;
+
 /// A cached answer: the site (or its absence) and when it was read.
 type CachedSite = (Option<Arc<Site>>, Instant);
 
@@ -171,6 +174,7 @@ type CachedSite = (Option<Arc<Site>>, Instant);
 #[derive(Debug, Default)]
 pub struct SiteCache {
     entries: Mutex<HashMap<String, CachedSite>>,
+    list: Mutex<Option<(SiteList, Instant)>>,
 }
 
 impl SiteCache {
@@ -196,6 +200,55 @@ impl SiteCache {
             }
             entries.insert(id.to_owned(), (site, Instant::now()));
         }
+    }
+
+    /// The site a page domain belongs to (Plausible's `domain`): the site
+    /// whose id is that domain, if it lists it, else the first site (by id)
+    /// whose domains allow it. Answers, and the list of sites, are cached
+    /// like single sites, so a warm instance reads nothing.
+    pub async fn site_for_domain(
+        &self,
+        store: &Store,
+        domain: &str,
+    ) -> Result<Option<Arc<Site>>, StoreError> {
+        // `#` never appears in a site id, so these keys cannot collide.
+        let key = format!("#domain#{domain}");
+        if let Some(hit) = self.cached(&key) {
+            return Ok(hit);
+        }
+        if keys::valid_site_id(domain)
+            && let Some(site) = self.site(store, domain).await?
+            && site.allows_host(domain)
+        {
+            self.remember(&key, Some(site.clone()));
+            return Ok(Some(site));
+        }
+        let sites = self.all_sites(store).await?;
+        let found = sites.iter().find(|s| s.allows_host(domain)).cloned();
+        self.remember(&key, found.clone());
+        Ok(found)
+    }
+
+    /// Every readable site, listed at most once a minute.
+    async fn all_sites(&self, store: &Store) -> Result<SiteList, StoreError> {
+        if let Ok(list) = self.list.lock()
+            && let Some((sites, at)) = list.as_ref()
+            && at.elapsed() < SITE_CACHE_TTL
+        {
+            return Ok(sites.clone());
+        }
+        let sites: SiteList = Arc::new(
+            store
+                .site_items()
+                .await?
+                .into_iter()
+                .filter_map(|(_, site)| site.ok().map(Arc::new))
+                .collect(),
+        );
+        if let Ok(mut list) = self.list.lock() {
+            *list = Some((sites.clone(), Instant::now()));
+        }
+        Ok(sites)
     }
 
     /// Reads `id` through the cache.

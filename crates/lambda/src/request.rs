@@ -1,4 +1,5 @@
-//! What the HTTP functions read off a request about its client.
+//! What the HTTP functions read off a request about its client. Used to
+//! derive hashes, never stored or logged.
 
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
@@ -27,4 +28,9 @@ pub fn client_ip(request: &Request, behind_cloudfront: bool) -> String {
         .and_then(|v| v.split(',').next())
         .map(|ip| ip.trim().to_owned())
         .unwrap_or_default()
+}
+
+/// A header's value as text (`None` when absent or not visible ASCII).
+pub fn header<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    request.headers().get(name).and_then(|v| v.to_str().ok())
 }

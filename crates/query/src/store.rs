@@ -1,80 +1,21 @@
-//! The small traits each Lambda's handler is written against, and their
-//! DynamoDB implementations. Handler unit tests may implement them in
-//! memory; everything that matters is also tested through the real client.
+//! What the query function needs from storage ([`QueryStore`]), and its
+//! DynamoDB implementation with a per-instance site cache
+//! ([`DynamoQuery`]).
 
-use crate::detail::Detail;
-use crate::events::PutOutcome;
-use crate::rollups::{DayDims, DayScalars};
-use crate::salt::SharedSalt;
-use crate::sites::ApiKeyRecord;
-use crate::sites::SiteCache;
-use crate::{Store, StoreError};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use tally_core::Millis;
 use tally_core::event::Event;
 use tally_core::goal::Goal;
-use tally_core::keys::EventKey;
 use tally_core::plan::Plan;
-use tally_core::salt::DailySalt;
 use tally_core::segment::Manifest;
 use tally_core::site::Site;
+use tally_store::detail::Detail;
+use tally_store::rollups::{DayDims, DayScalars};
+use tally_store::sites::{ApiKeyRecord, SiteCache};
+use tally_store::{Store, StoreError};
 use time::Date;
-
-/// What the ingest function needs from storage.
-pub trait IngestStore: Send + Sync {
-    /// A site's settings (cached per instance).
-    fn site(&self, id: &str) -> impl Future<Output = Result<Option<Arc<Site>>, StoreError>> + Send;
-    /// The shared salt of a site-local day; never fails (local fallback).
-    fn salt(&self, day: Date) -> impl Future<Output = DailySalt> + Send;
-    /// Stores one event, once.
-    fn put_event(
-        &self,
-        key: &EventKey,
-        event: &Event,
-        ttl: Option<i64>,
-    ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
-}
-
-/// The DynamoDB-backed ingest store: the table plus the instance's caches.
-#[derive(Debug)]
-pub struct DynamoIngest {
-    /// The table.
-    pub store: Store,
-    sites: SiteCache,
-    salt: SharedSalt,
-}
-
-impl DynamoIngest {
-    /// Wraps a store with empty caches.
-    pub fn new(store: Store, salt: SharedSalt) -> Self {
-        Self {
-            store,
-            sites: SiteCache::new(),
-            salt,
-        }
-    }
-}
-
-impl IngestStore for DynamoIngest {
-    async fn site(&self, id: &str) -> Result<Option<Arc<Site>>, StoreError> {
-        self.sites.site(&self.store, id).await
-    }
-
-    async fn salt(&self, day: Date) -> DailySalt {
-        self.salt.salt(&self.store, day).await.0
-    }
-
-    async fn put_event(
-        &self,
-        key: &EventKey,
-        event: &Event,
-        ttl: Option<i64>,
-    ) -> Result<PutOutcome, StoreError> {
-        self.store.put_event(key, event, ttl).await
-    }
-}
 
 /// What the query function needs from storage.
 pub trait QueryStore: Send + Sync {

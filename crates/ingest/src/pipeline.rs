@@ -1,0 +1,236 @@
+//! Ingest's one home: a request becomes a [`Verdict`] through named steps,
+//! in the order that keeps it cheap (as Plausible's `ingestion/event.ex`).
+//!
+//! 1. [`gather`]: the request's facts, read once (body, client address,
+//!    user agent, origin, viewer geography, the clock);
+//! 2. parse: each front door's own parser (`collect`: Tally's payload;
+//!    `events_api`: Plausible's) turns the body into hits;
+//! 3. [`screen`]: a bot is dropped before anything is read;
+//! 4. [`site_check`]: the site exists (cached), the page and the `Origin`
+//!    belong to it, the referrer is not spam;
+//! 5. [`time`]: the event time (the client's clock when close to ours);
+//! 6. [`salt`]: the day's shared salt (cached);
+//! 7. [`budget`]: the client network's and the site's minute budgets;
+//! 8. [`build`]: the stored event (every classification done here, once);
+//! 9. [`write`]: one conditional PutItem.
+//!
+//! A warm instance makes exactly one DynamoDB request per accepted event,
+//! whichever door it came through. Counting and logging happen once, in
+//! [`record`].
+
+use crate::config::{Config, Counters};
+use crate::store::IngestStore;
+use lambda_http::Request;
+use std::sync::Arc;
+use tally_core::Millis;
+use tally_core::event::{self, Client, Event, Geo};
+use tally_core::keys::{EventKey, valid_site_id};
+use tally_core::payload::{self, Drop, Hit, Rejection, SiteRef};
+use tally_core::salt::{DailySalt, network_id};
+use tally_core::site::Site;
+use tally_lambda::request::{client_ip, header};
+use tally_store::StoreError;
+use tally_store::clock::Clock;
+use tally_store::events::{PutOutcome, event_ttl};
+
+/// What happened to one event.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Stored now.
+    Stored,
+    /// Stored before (same key): nothing written.
+    Duplicate,
+    /// Well formed, not stored on purpose (bot, spam, ignored type).
+    Dropped(Drop),
+    /// The caller's fault: nothing stored.
+    Rejected(Rejection),
+    /// Ours: the store failed; nothing stored, the client may retry.
+    Failed(StoreError),
+}
+
+/// The facts of one request, read once.
+#[derive(Debug, Clone)]
+pub struct Facts<'a> {
+    /// The body.
+    pub body: &'a [u8],
+    /// The client address (hashed, never stored or logged).
+    pub ip: String,
+    /// The `User-Agent` header (classified, never stored or logged).
+    pub user_agent: &'a str,
+    /// The `Origin` header.
+    pub origin: Option<&'a str>,
+    /// Trusted viewer geography (behind CloudFront only).
+    pub geo: Option<Geo<'a>>,
+    /// When the request arrived.
+    pub now: Millis,
+}
+
+impl<'a> Facts<'a> {
+    fn client(&self) -> Client<'_> {
+        Client {
+            ip: &self.ip,
+            user_agent: self.user_agent,
+            origin: self.origin,
+            geo: self.geo,
+        }
+    }
+}
+
+/// Step 1: the request's facts.
+pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) -> Facts<'a> {
+    Facts {
+        body: request.body(),
+        ip: client_ip(request, config.behind_cloudfront),
+        user_agent: header(request, "user-agent").unwrap_or_default(),
+        origin: header(request, "origin"),
+        geo: config.behind_cloudfront.then(|| Geo {
+            country: header(request, "cloudfront-viewer-country"),
+            region: header(request, "cloudfront-viewer-country-region"),
+            city: header(request, "cloudfront-viewer-city"),
+        }),
+        now: clock.now(),
+    }
+}
+
+/// Steps 3–9 for one parsed hit: the verdict, counted and logged.
+pub async fn ingest<S: IngestStore>(
+    store: &S,
+    config: &Config,
+    facts: &Facts<'_>,
+    hit: &Hit,
+) -> Verdict {
+    let verdict = match steps(store, config, facts, hit).await {
+        Ok(v) | Err(v) => v,
+    };
+    record(config, &verdict);
+    verdict
+}
+
+async fn steps<S: IngestStore>(
+    store: &S,
+    config: &Config,
+    facts: &Facts<'_>,
+    hit: &Hit,
+) -> Result<Verdict, Verdict> {
+    let client = facts.client();
+    screen(&client)?;
+    let site = site_check(store, hit, &client).await?;
+    let at = time(hit, facts.now);
+    let salt = salt(store, &site, at).await;
+    budget(config, &site, &salt, &facts.ip, facts.now)?;
+    let (key, stored) = build(hit, &site, &client, at, &salt);
+    write(store, &key, &stored, event_ttl(at, site.retention_days)).await
+}
+
+/// Step 3: bots are dropped before anything is read.
+pub fn screen(client: &Client<'_>) -> Result<(), Verdict> {
+    event::screen_client(client).map_err(Verdict::Dropped)
+}
+
+/// Step 4: the site (cached per instance), the page's host and the
+/// request's origin, the referrer.
+pub async fn site_check<S: IngestStore>(
+    store: &S,
+    hit: &Hit,
+    client: &Client<'_>,
+) -> Result<Arc<Site>, Verdict> {
+    let found = match &hit.site {
+        SiteRef::Id(id) if !valid_site_id(id) => Ok(None),
+        SiteRef::Id(id) => store.site(id).await,
+        SiteRef::Domain(domain) => store.site_for_domain(domain).await,
+    };
+    let site = found
+        .map_err(Verdict::Failed)?
+        .ok_or(Verdict::Rejected(Rejection::UnknownSite))?;
+    match event::check_site(hit, &site, client) {
+        Err(rejection) => Err(Verdict::Rejected(rejection)),
+        Ok(Err(drop)) => Err(Verdict::Dropped(drop)),
+        Ok(Ok(())) => Ok(site),
+    }
+}
+
+/// Step 5: the event time.
+pub fn time(hit: &Hit, now: Millis) -> Millis {
+    payload::event_time(hit.client_ts, now)
+}
+
+/// Step 6: the shared salt of the event's site-local day.
+pub async fn salt<S: IngestStore>(store: &S, site: &Site, at: Millis) -> DailySalt {
+    store.salt(site.zone().local_date(at)).await
+}
+
+/// Step 7: the client network's and the site's budgets for this minute.
+pub fn budget(
+    config: &Config,
+    site: &Site,
+    salt: &DailySalt,
+    ip: &str,
+    now: Millis,
+) -> Result<(), Verdict> {
+    if config.within_budget(&site.id, &network_id(salt, ip), now) {
+        Ok(())
+    } else {
+        Err(Verdict::Rejected(Rejection::RateLimited))
+    }
+}
+
+/// Step 8: the stored event and its key.
+pub fn build(
+    hit: &Hit,
+    site: &Site,
+    client: &Client<'_>,
+    at: Millis,
+    salt: &DailySalt,
+) -> (EventKey, Event) {
+    let stored = event::build(hit, site, client, at, salt);
+    let eid = hit.eid.clone().unwrap_or_else(fresh_eid);
+    (stored.key(&site.id, &eid, site.shards), stored)
+}
+
+/// Step 9: one conditional PutItem.
+pub async fn write<S: IngestStore>(
+    store: &S,
+    key: &EventKey,
+    stored: &Event,
+    ttl: i64,
+) -> Result<Verdict, Verdict> {
+    match store.put_event(key, stored, Some(ttl)).await {
+        Ok(PutOutcome::Stored) => Ok(Verdict::Stored),
+        Ok(PutOutcome::Duplicate) => Ok(Verdict::Duplicate),
+        Err(e) => Err(Verdict::Failed(e)),
+    }
+}
+
+/// Counts a verdict and logs it (reasons and codes only: never an address,
+/// a user agent or a site's visitor).
+pub fn record(config: &Config, verdict: &Verdict) {
+    let c = &config.counters;
+    match verdict {
+        Verdict::Stored => Counters::bump(&c.accepted),
+        Verdict::Duplicate => Counters::bump(&c.duplicates),
+        Verdict::Dropped(drop) => {
+            Counters::bump(&c.dropped);
+            tracing::info!(outcome = "dropped", reason = drop.reason(), "event dropped");
+        }
+        Verdict::Rejected(rejection) => {
+            Counters::bump(&c.rejected);
+            tracing::info!(
+                outcome = "rejected",
+                code = rejection.code(),
+                "event rejected"
+            );
+        }
+        Verdict::Failed(err) => {
+            Counters::bump(&c.failed);
+            tracing::error!(outcome = "failed", error = %err, "store failed");
+        }
+    }
+}
+
+/// A random event id for a payload that carried none (no dedupe possible).
+fn fresh_eid() -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 12];
+    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
+    format!("srv{}", tally_core::hex::encode(&bytes))
+}

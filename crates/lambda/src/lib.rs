@@ -1,0 +1,8 @@
+//! `tally-lambda`: what the Lambda functions (and `tally dev`) share at the
+//! edge, so `tally-store` stays DynamoDB and nothing else.
+//!
+//! - [`logging`]: structured JSON logs on stderr.
+//! - [`request`]: what an HTTP request says about its client.
+
+pub mod logging;
+pub mod request;
