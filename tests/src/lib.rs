@@ -146,16 +146,25 @@ impl Harness {
 
 /// A POST /collect request as API Gateway delivers it.
 pub fn collect_request(body: &str, ip: &str, user_agent: &str) -> lambda_http::Request {
+    post_request("/collect", body, ip, user_agent)
+}
+
+/// A POST of `body` to `path` as API Gateway delivers it (an empty user
+/// agent sends none).
+pub fn post_request(path: &str, body: &str, ip: &str, user_agent: &str) -> lambda_http::Request {
     use lambda_http::RequestExt;
     let mut context =
         lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
     context.http.method = http::Method::POST;
     context.http.source_ip = Some(ip.to_owned());
-    http::Request::builder()
+    let mut builder = http::Request::builder()
         .method("POST")
-        .uri("/collect")
-        .header("content-type", "text/plain")
-        .header("user-agent", user_agent)
+        .uri(path)
+        .header("content-type", "text/plain");
+    if !user_agent.is_empty() {
+        builder = builder.header("user-agent", user_agent);
+    }
+    builder
         .body(lambda_http::Body::Text(body.to_owned()))
         .unwrap()
         .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context))

@@ -123,6 +123,9 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
             .into_iter()
             .collect(),
     };
+    let mut domains = domains;
+    let mut seen = std::collections::BTreeSet::new();
+    domains.retain(|d| seen.insert(d.clone()));
     if domains.is_empty() {
         return Err(invalid("domain", "can't be blank"));
     }
