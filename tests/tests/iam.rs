@@ -103,6 +103,16 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         )
         .await;
     }
+    // Plausible's Events API naming the site by a domain that is not its id:
+    // the site list is read once to find it.
+    let event = r#"{"n":"pageview","u":"https://example.com/p","d":"example.com"}"#;
+    tally_ingest::handle(
+        &ingest,
+        &clock,
+        &config,
+        tally_tests::post_request("/api/event", event, "203.0.113.5", ua),
+    )
+    .await;
     for fixture in [
         "ingest-script.json",
         "ingest-preflight.json",

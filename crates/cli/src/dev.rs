@@ -4,7 +4,8 @@
 //! on loopback, backed by a file in the data directory; the table is created
 //! from the same spec as `template.yaml`; a demo site for `localhost` gets an
 //! API key; and one HTTP server routes requests to the real ingest and query
-//! handlers (`/` and `/api/…` to query, everything else to ingest), which reach the store through `aws-sdk-dynamodb`.
+//! handlers (`/` and `/api/…` to query, except `/api/event`; everything else
+//! to ingest), which reach the store through `aws-sdk-dynamodb`.
 
 use anyhow::Context;
 use axum::extract::{ConnectInfo, Request as AxumRequest, State};
@@ -224,7 +225,10 @@ async fn route(
         Ok(r) => r,
         Err(response) => return *response,
     };
-    let response = if path == "/" || path == "/dashboard" || path.starts_with("/api/") {
+    // As the HTTP API routes them: `/api/event` (Plausible's Events API) is
+    // ingest's, the rest of `/api/` and the dashboard are query's.
+    let to_query = path == "/" || path == "/dashboard" || path.starts_with("/api/");
+    let response = if to_query && path.trim_end_matches('/') != "/api/event" {
         tally_query::handle_with(&app.query, &SystemClock, &app.query_config, request).await
     } else {
         tally_ingest::handle(&app.ingest, &SystemClock, &app.ingest_config, request).await

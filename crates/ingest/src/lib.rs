@@ -43,7 +43,8 @@ pub async fn handle<S: IngestStore, C: Clock>(
     let method = request.method().as_str().to_owned();
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let response = match (method.as_str(), path.as_str()) {
-        ("GET" | "HEAD", "/script.js" | "/js/script.js") => script::serve(&request),
+        ("GET" | "HEAD", "/script.js") => script::serve(&request),
+        ("GET" | "HEAD", p) if script::is_plausible_script(p) => script::serve_plausible(&request),
         ("POST", "/collect") => collect::collect(store, clock, config, &request).await,
         ("POST", "/api/event") => events_api::event(store, clock, config, &request).await,
         ("OPTIONS", "/collect" | "/api/event") => http_util::preflight(),

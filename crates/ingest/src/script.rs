@@ -1,5 +1,8 @@
-//! The tracker script, compiled into the binary and served with a strong
-//! ETag (a hash of its bytes) and a one-hour shared cache lifetime.
+//! The tracker scripts, compiled into the binary and served with a strong
+//! ETag (a hash of their bytes) and a one-hour shared cache lifetime:
+//! Tally's own (`/script.js`) and its Plausible-compatible mode
+//! (`/js/script.js`, `/js/script.<extensions>.js`, `/js/plausible.js`),
+//! which reads its extensions from its own file name.
 
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use lambda_http::http::{HeaderValue, StatusCode};
@@ -8,19 +11,60 @@ use std::sync::OnceLock;
 
 /// The tracker as served.
 pub const SCRIPT: &str = include_str!("../assets/script.js");
+/// The tracker in its Plausible-compatible mode, as served.
+pub const PLAUSIBLE_SCRIPT: &str = include_str!("../assets/plausible.js");
 
 /// The tracker's ETag: a quoted prefix of its SHA-256.
 pub fn etag() -> &'static str {
     static ETAG_VALUE: OnceLock<String> = OnceLock::new();
-    ETAG_VALUE.get_or_init(|| {
-        let digest = ring::digest::digest(&ring::digest::SHA256, SCRIPT.as_bytes());
-        format!("\"{}\"", &tally_core::hex::encode(digest.as_ref())[..20])
-    })
+    ETAG_VALUE.get_or_init(|| tag_of(SCRIPT))
 }
 
-/// Serves the tracker, or 304 when the client's copy is current.
+/// The Plausible-mode tracker's ETag.
+pub fn plausible_etag() -> &'static str {
+    static ETAG_VALUE: OnceLock<String> = OnceLock::new();
+    ETAG_VALUE.get_or_init(|| tag_of(PLAUSIBLE_SCRIPT))
+}
+
+fn tag_of(script: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, script.as_bytes());
+    format!("\"{}\"", &tally_core::hex::encode(digest.as_ref())[..20])
+}
+
+/// Whether a path under `/js/` names a Plausible script this serves:
+/// `script.js`, `script.<extension>[.<extension>…].js` (extensions of
+/// lower-case letters and dashes), or `plausible.js`.
+pub fn is_plausible_script(path: &str) -> bool {
+    let Some(file) = path.strip_prefix("/js/") else {
+        return false;
+    };
+    if file == "plausible.js" {
+        return true;
+    }
+    let Some(middle) = file
+        .strip_prefix("script")
+        .and_then(|f| f.strip_suffix(".js"))
+    else {
+        return false;
+    };
+    middle.is_empty()
+        || middle.strip_prefix('.').is_some_and(|exts| {
+            exts.split('.')
+                .all(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'))
+        })
+}
+
+/// Serves Tally's tracker, or 304 when the client's copy is current.
 pub fn serve(request: &Request) -> Response<Body> {
-    let tag = etag();
+    serve_script(request, SCRIPT, etag())
+}
+
+/// Serves the Plausible-compatible tracker.
+pub fn serve_plausible(request: &Request) -> Response<Body> {
+    serve_script(request, PLAUSIBLE_SCRIPT, plausible_etag())
+}
+
+fn serve_script(request: &Request, script: &str, tag: &str) -> Response<Body> {
     let fresh = request
         .headers()
         .get(IF_NONE_MATCH)
@@ -34,7 +78,7 @@ pub fn serve(request: &Request) -> Response<Body> {
         let body = if request.method() == "HEAD" {
             Body::Empty
         } else {
-            Body::Text(SCRIPT.to_owned())
+            Body::Text(script.to_owned())
         };
         Response::new(body)
     };

@@ -11,7 +11,7 @@ use tally_core::event::Event;
 use tally_core::keys::EventKey;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
 use tally_core::site::Site;
-use tally_ingest::script::{SCRIPT, etag};
+use tally_ingest::script::{PLAUSIBLE_SCRIPT, SCRIPT, etag, plausible_etag};
 use tally_ingest::store::IngestStore;
 use tally_ingest::{Config, handle};
 use tally_store::StoreError;
@@ -116,6 +116,39 @@ async fn serves_the_tracker_with_an_etag_and_answers_304() {
     assert_eq!(cached.status(), 304);
     let body: &[u8] = cached.body();
     assert!(body.is_empty());
+}
+
+#[test]
+fn the_plausible_mode_tracker_fits_its_three_kilobyte_gzip_budget() {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(PLAUSIBLE_SCRIPT.as_bytes()).unwrap();
+    let size = gz.finish().unwrap().len();
+    assert!(size <= 3072, "{size} bytes gzipped, over the 3 KB budget");
+}
+
+#[tokio::test]
+async fn serves_the_plausible_mode_tracker_at_plausibles_script_paths() {
+    for path in [
+        "/js/script.js",
+        "/js/script.outbound-links.js",
+        "/js/script.hash.outbound-links.file-downloads.tagged-events.js",
+        "/js/plausible.js",
+    ] {
+        let response = call(request("GET", path, &[], "")).await;
+        assert_eq!(response.status(), 200, "{path}");
+        assert_eq!(response.headers()["etag"], plausible_etag());
+        let body: &[u8] = response.body();
+        assert_eq!(body, PLAUSIBLE_SCRIPT.as_bytes(), "{path}");
+    }
+    for path in [
+        "/js/other.js",
+        "/js/script..js",
+        "/js/script.Hash.js",
+        "/js/script.js.map",
+    ] {
+        let response = call(request("GET", path, &[], "")).await;
+        assert_eq!(response.status(), 404, "{path}");
+    }
 }
 
 #[tokio::test]
