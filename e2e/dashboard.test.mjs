@@ -13,90 +13,14 @@
 //   TALLY_DEV_ASSETS passed through to `tally dev` (serve dashboard.html from disk)
 
 import assert from 'node:assert/strict';
-import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { chromium } from 'playwright-core';
+import {
+  TIMEOUT, TALLY_BIN, check, eventually, launchChromium, log, repo, run, runTest, sleep, startTally,
+} from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, '..');
-const TALLY_BIN = process.env.TALLY_BIN ? path.resolve(process.env.TALLY_BIN) : path.join(repo, 'target/debug/tally');
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SCREENSHOTS = process.env.E2E_SCREENSHOTS !== '0';
 const SHOT_DIR = path.join(repo, 'docs/screenshots');
-const TIMEOUT = 20_000;
-const started = Date.now();
-const run = promisify(execFile);
-
-// ---------------------------------------------------------------------------
-// Tiny harness: named checks, a summary line, an exit code.
-// ---------------------------------------------------------------------------
-const results = [];
-const log = (...a) => console.log(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s]`, ...a);
-class Abort extends Error {}
-/** Runs one named check; a failed `required` check ends the run (what
- *  follows depends on it). */
-async function check(name, fn, { required = false } = {}) {
-  try {
-    await fn();
-    results.push({ name, ok: true });
-    log(`ok   ${name}`);
-  } catch (e) {
-    results.push({ name, ok: false, error: e });
-    log(`FAIL ${name}\n       ${String(e && e.message || e).split('\n').join('\n       ')}`);
-    if (required) throw new Abort(`stopped: "${name}" failed and the rest depends on it`);
-  }
-}
-const sleep = ms => new Promise(r => setTimeout(r, ms));
-/** Retries `fn` (an assertion) until it passes or `timeout` ms pass. */
-async function eventually(fn, timeout = 15_000, every = 150) {
-  const end = Date.now() + timeout;
-  for (;;) {
-    try { return await fn(); } catch (e) {
-      if (Date.now() > end) throw e;
-      await sleep(every);
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------
-// `tally dev`
-// ---------------------------------------------------------------------------
-let dev = null, devLog = '';
-const dataDir = mkdtempSync(path.join(tmpdir(), 'tally-e2e-'));
-
-function startTally() {
-  return new Promise((resolve, reject) => {
-    dev = spawn(TALLY_BIN, ['dev', '--memory', '--port', '0', '--dynamodb-port', '0', '--data-dir', dataDir], {
-      cwd: repo, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`tally dev printed no ready line in 60 s:\n${devLog.slice(-2000)}`)), 60_000);
-    dev.on('error', e => { clearTimeout(timer); reject(new Error(`cannot start ${TALLY_BIN}: ${e.message}`)); });
-    dev.on('exit', code => { clearTimeout(timer); reject(new Error(`tally dev exited with ${code}:\n${devLog.slice(-2000)}`)); });
-    dev.stderr.on('data', d => { devLog = (devLog + d).slice(-20_000); });
-    dev.stdout.on('data', d => {
-      out += d;
-      const line = out.split('\n').find(l => l.startsWith('ready: '));
-      if (!line) return;
-      clearTimeout(timer);
-      // ready: http=URL dynamodb=URL table=NAME site=demo key=KEY
-      resolve(Object.fromEntries(line.slice(7).trim().split(/\s+/).map(kv => kv.split(/=(.*)/s).slice(0, 2))));
-    });
-  });
-}
-async function stopTally() {
-  if (!dev || dev.exitCode !== null) return;
-  dev.removeAllListeners('exit');
-  const exited = new Promise(r => dev.once('exit', r));
-  dev.kill('SIGINT');
-  if (await Promise.race([exited.then(() => true), sleep(5000).then(() => false)])) return;
-  dev.kill('SIGKILL');
-  await exited;
-}
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -186,19 +110,7 @@ async function main() {
     assert.match(b.stdout, /goal added/);
   });
 
-  // Headless Chromium announces itself as "HeadlessChrome", which Tally
-  // rightly drops as a bot: present a regular Chrome user agent. It must be
-  // a launch flag (not a context option) so that the beacons Chromium sends
-  // while a page unloads carry it too.
-  const { stdout: version } = await run(CHROMIUM, ['--version']).catch(() => ({ stdout: '' }));
-  const major = (/(\d+)\.\d+\.\d+\.\d+/.exec(version) || [])[1] || '130';
-  const ua = `Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${major}.0.0.0 Safari/537.36`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: process.env.E2E_HEADED !== '1',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', `--user-agent=${ua}`],
-  });
+  browser = await launchChromium();
   log(`chromium ${browser.version()}`);
 
   // ---- 1. A visitor browses the demo site --------------------------------
@@ -559,27 +471,4 @@ async function seedVisitors() {
 }
 
 // ---------------------------------------------------------------------------
-let fatal = null;
-try {
-  await main();
-} catch (e) {
-  fatal = e;
-  if (e instanceof Abort) log(e.message);
-  else {
-    results.push({ name: 'test run', ok: false, error: e });
-    log(`FAIL test run aborted: ${e && e.stack || e}`);
-  }
-} finally {
-  if (browser) await browser.close().catch(() => {});
-  await stopTally();
-  rmSync(dataDir, { recursive: true, force: true });
-}
-const failed = results.filter(r => !r.ok);
-if (failed.length) {
-  console.log('\nFailures:');
-  for (const f of failed) console.log(`  - ${f.name}: ${String(f.error && f.error.message || f.error).split('\n')[0]}`);
-  if (devLog && fatal) console.log(`\ntally dev's last log lines:\n${devLog.slice(-3000)}`);
-}
-console.log(`\nran in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-console.log(`e2e: ${results.length - failed.length} passed, ${failed.length} failed`);
-process.exitCode = failed.length ? 1 : 0;
+await runTest(main, async () => { if (browser) await browser.close(); });
