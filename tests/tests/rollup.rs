@@ -16,6 +16,7 @@ use tally_query::{Config, handle_with};
 use tally_rollup::{JobConfig, run};
 use tally_store::clock::ManualClock;
 use tally_store::item::string;
+use tally_store::rollups::RollupMeta;
 use tally_tests::Harness;
 use tally_tests::seed::{store_events, traffic};
 use time::macros::date;
@@ -278,7 +279,17 @@ async fn imported_days_are_never_overwritten() {
     let mut imported = tally_core::rollup::empty_aggregate();
     imported.totals.visitors = 12_345;
     h.store
-        .put_rollup(&site.id, day, &imported, RollupSource::Imported, "", 1)
+        .put_rollup(
+            &site.id,
+            day,
+            &imported,
+            &RollupMeta {
+                source: RollupSource::Imported,
+                goals_fp: "",
+                props_cut: false,
+                computed_at: 1,
+            },
+        )
         .await
         .unwrap();
     store_events(&h.store, &site, &traffic(&site, utc_midnight(day), 1, 5, 1)).await;
@@ -297,9 +308,12 @@ async fn imported_days_are_never_overwritten() {
             "hist",
             day,
             &tally_core::rollup::empty_aggregate(),
-            RollupSource::Computed,
-            "",
-            2,
+            &RollupMeta {
+                source: RollupSource::Computed,
+                goals_fp: "",
+                props_cut: false,
+                computed_at: 2,
+            },
         )
         .await
         .unwrap();

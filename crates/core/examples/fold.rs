@@ -102,6 +102,7 @@ fn main() {
     ] {
         let spec = FoldSpec {
             dims,
+            props: &[],
             goals: &[],
             filter: &filter,
             top_n: Some(300),

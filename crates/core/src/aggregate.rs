@@ -11,7 +11,7 @@
 
 use crate::dimension::{Dimension, Level};
 use crate::event::{Event, Kind};
-use crate::filter::{Filter, session_value};
+use crate::filter::{Filter, NONE_VALUE, session_value};
 use crate::goal::Matcher;
 use crate::session::Session;
 use rustc_hash::FxHashMap as HashMap;
@@ -81,6 +81,10 @@ pub struct Aggregate {
     /// Per dimension, per value.
     #[serde(rename = "d", default)]
     pub dims: BTreeMap<Dimension, BTreeMap<String, Metrics>>,
+    /// Per custom property key, per value (`(none)` for page views and
+    /// custom events without the key).
+    #[serde(rename = "p", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub props: BTreeMap<String, BTreeMap<String, Metrics>>,
 }
 
 impl Aggregate {
@@ -89,6 +93,12 @@ impl Aggregate {
         self.totals.add(&other.totals);
         for (dim, rows) in &other.dims {
             let mine = self.dims.entry(*dim).or_default();
+            for (key, m) in rows {
+                mine.entry(key.clone()).or_default().add(m);
+            }
+        }
+        for (prop, rows) in &other.props {
+            let mine = self.props.entry(prop.clone()).or_default();
             for (key, m) in rows {
                 mine.entry(key.clone()).or_default().add(m);
             }
@@ -109,6 +119,8 @@ impl Aggregate {
 pub struct FoldSpec<'a> {
     /// Dimensions to break down (none for totals only).
     pub dims: &'a [Dimension],
+    /// Custom property keys to break down.
+    pub props: &'a [String],
     /// The site's goals, compiled, by name.
     pub goals: &'a [(String, Matcher)],
     /// Filters.
@@ -219,10 +231,15 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
     bucket: &impl Fn(&Session<'s>) -> Option<K>,
     keys: &mut Vec<(K, usize, usize)>,
 ) -> Encoded<'x> {
-    let mut dict_of = Vec::with_capacity(spec.dims.len());
+    let slots = spec.dims.len() + spec.props.len();
+    let mut dict_of = Vec::with_capacity(slots);
     let mut page_dict = None;
     let mut n_dicts = 0;
-    for d in spec.dims {
+    for d in spec
+        .dims
+        .iter()
+        .chain(std::iter::repeat_n(&Dimension::Prop, spec.props.len()))
+    {
         let shared = if is_page_valued(*d) {
             *page_dict.get_or_insert(n_dicts)
         } else {
@@ -235,12 +252,12 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
     }
     let mut enc = Encoded {
         visits: Vec::with_capacity(sessions.len()),
-        ids: Vec::with_capacity(sessions.len() * (spec.dims.len() + 2)),
+        ids: Vec::with_capacity(sessions.len() * (slots + 2)),
         values: Vec::new(),
         dicts: (0..n_dicts).map(|_| Dict::default()).collect(),
         dict_of,
     };
-    let mut statics: Vec<Vec<(Addr, u32)>> = spec.dims.iter().map(|_| Vec::new()).collect();
+    let mut statics: Vec<Vec<(Addr, u32)>> = (0..slots).map(|_| Vec::new()).collect();
     let unfiltered = spec.filter.is_empty();
     let mut first_visit: HashMap<u64, usize> = HashMap::default();
     for s in sessions {
@@ -275,12 +292,13 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
             first: None,
             last: None,
         };
-        for (j, d) in spec.dims.iter().enumerate() {
+        for (j, statics) in statics.iter_mut().enumerate() {
+            let d = spec.dims.get(j).unwrap_or(&Dimension::Prop);
             let dict = &mut enc.dicts[enc.dict_of[j]];
             if d.level() == Level::Session {
                 let id = match session_value(s, *d) {
                     None => NONE,
-                    Some(v) if is_enum_valued(*d) => dict.id_static(&mut statics[j], v),
+                    Some(v) if is_enum_valued(*d) => dict.id_static(statics, v),
                     Some(v) => {
                         let known = match d {
                             Dimension::EntryPage => pages.first,
@@ -328,6 +346,18 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
                         for e in s.events.iter().filter(|e| converts(spec, matcher, e)) {
                             enc.ids.push(dict.id(name));
                             enc.values.push(e.value.unwrap_or(0.0));
+                        }
+                    }
+                }
+                Level::Prop => {
+                    // Page views carry ENTRY here: counted as page views.
+                    let key = spec.props[j - spec.dims.len()].as_str();
+                    for e in s.events.iter() {
+                        let page = spec.filter.counts_pageview(e);
+                        if page || spec.filter.counts_custom(e) {
+                            let v = e.props.get(key).map_or(NONE_VALUE, String::as_str);
+                            let id = dict.id(v);
+                            enc.ids.push(if page { id | ENTRY } else { id });
                         }
                     }
                 }
@@ -391,7 +421,12 @@ pub fn fold<'s, K: Ord + Copy>(
     let mut order = Vec::with_capacity(sessions.len());
     let enc = encode(sessions, spec, &bucket, &mut order);
     order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    let levels: Vec<Level> = spec.dims.iter().map(|d| d.level()).collect();
+    let levels: Vec<Level> = spec
+        .dims
+        .iter()
+        .map(|d| d.level())
+        .chain(std::iter::repeat_n(Level::Prop, spec.props.len()))
+        .collect();
     let mut dims: Vec<Cells> = enc
         .dict_of
         .iter()
@@ -419,10 +454,12 @@ pub fn fold<'s, K: Ord + Copy>(
         }
         let mut agg = Aggregate {
             totals,
-            dims: BTreeMap::new(),
+            ..Aggregate::default()
         };
-        let rows = finish(&mut dims, &enc, &levels, run, spec.top_n);
+        let mut rows = finish(&mut dims, &enc, &levels, run, spec.top_n);
+        let prop_rows = rows.split_off(spec.dims.len());
         agg.dims = spec.dims.iter().copied().zip(rows).collect();
+        agg.props = spec.props.iter().cloned().zip(prop_rows).collect();
         out.insert(run[0].0, agg);
     }
     out
@@ -439,7 +476,8 @@ fn add_visit(
     let v = &enc.visits[i];
     let (visit, ids) = (i + 1, &enc.ids);
     let (mut at, mut value_at) = (v.ids_at, v.values_at);
-    for ((d, level), cells) in spec.dims.iter().zip(levels).zip(dims.iter_mut()) {
+    for (j, (level, cells)) in levels.iter().zip(dims.iter_mut()).enumerate() {
+        let d = spec.dims.get(j).unwrap_or(&Dimension::Prop);
         if *level == Level::Session {
             let id = ids[at];
             at += 1;
@@ -460,7 +498,13 @@ fn add_visit(
         at += 1 + n;
         for &id in slots {
             let m = cells.visit(id, visit, v.visitor);
-            if *level == Level::PageView {
+            if *level == Level::Prop {
+                if id & ENTRY != 0 {
+                    m.pageviews += 1;
+                } else {
+                    m.events += 1;
+                }
+            } else if *level == Level::PageView {
                 m.pageviews += 1;
                 if id & ENTRY != 0 {
                     m.entries += 1;
@@ -592,6 +636,7 @@ mod tests {
     fn spec<'a>(dims: &'a [Dimension], filter: &'a Filter, top_n: Option<usize>) -> FoldSpec<'a> {
         FoldSpec {
             dims,
+            props: &[],
             goals: &[],
             filter,
             top_n,

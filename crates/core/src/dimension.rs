@@ -47,6 +47,24 @@ pub enum Dimension {
     Event,
     /// Goal name.
     Goal,
+    /// A custom property of page views and custom events (`props:<key>`);
+    /// the key travels beside the dimension (a filter's `prop`, a fold's
+    /// `props`). Not in [`Dimension::ALL`]: it is not one dimension but one
+    /// per key.
+    Prop,
+}
+
+/// The longest custom property key (Plausible's limit, in bytes).
+pub const MAX_PROP_KEY: usize = 300;
+
+/// The property key of a dimension name `props:<key>` (or Plausible's
+/// `event:props:<key>`), when it is one and the key is well formed.
+pub fn prop_key(name: &str) -> Option<&str> {
+    let key = name
+        .strip_prefix("props:")
+        .or_else(|| name.strip_prefix("event:props:"))?;
+    (!key.is_empty() && key.len() <= MAX_PROP_KEY && !key.chars().any(char::is_control))
+        .then_some(key)
 }
 
 /// What a dimension describes, which decides how filters on it apply.
@@ -60,6 +78,8 @@ pub enum Level {
     Custom,
     /// Goal conversions.
     Goal,
+    /// A property of each page view and custom event.
+    Prop,
 }
 
 impl Dimension {
@@ -110,6 +130,7 @@ impl Dimension {
             Self::Screen => "screen",
             Self::Event => "event",
             Self::Goal => "goal",
+            Self::Prop => "props",
         }
     }
 
@@ -142,6 +163,7 @@ impl Dimension {
             Self::Page => Level::PageView,
             Self::Event => Level::Custom,
             Self::Goal => Level::Goal,
+            Self::Prop => Level::Prop,
             _ => Level::Session,
         }
     }
@@ -168,7 +190,7 @@ impl Dimension {
             Self::City => e.city.as_deref(),
             Self::Screen => e.screen.as_deref(),
             Self::Event => e.name.as_deref(),
-            Self::EntryPage | Self::ExitPage | Self::Goal => None,
+            Self::EntryPage | Self::ExitPage | Self::Goal | Self::Prop => None,
         }
     }
 }
@@ -186,5 +208,15 @@ mod tests {
         assert_eq!(Dimension::parse("screen_sizes"), Some(Dimension::Screen));
         assert_eq!(Dimension::parse("pages"), Some(Dimension::Page));
         assert_eq!(Dimension::parse("shoe_size"), None);
+        assert_eq!(Dimension::parse("props"), None, "a property needs its key");
+    }
+
+    #[test]
+    fn property_names_carry_their_key() {
+        assert_eq!(prop_key("props:plan"), Some("plan"));
+        assert_eq!(prop_key("event:props:plan"), Some("plan"));
+        assert_eq!(prop_key("props:"), None);
+        assert_eq!(prop_key(&format!("props:{}", "k".repeat(301))), None);
+        assert_eq!(prop_key("plan"), None);
     }
 }

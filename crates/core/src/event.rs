@@ -342,7 +342,7 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
         event.path = clip(&format!("{}#{fragment}", event.path), MAX_PATH_CHARS);
     }
     match &hit.kind {
-        HitKind::PageView => {}
+        HitKind::PageView => event.props = hit.page_props.clone(),
         HitKind::Custom { name, value, props } => {
             event.kind = Kind::Custom;
             event.name = Some(name.clone());

@@ -10,7 +10,10 @@
 //! drops whole visits. A filter on `page` keeps visits with at least one
 //! matching page view and counts only matching page views; on `event`, visits
 //! with a matching custom event, counting only matching custom events; on
-//! `goal`, visits that converted the goal.
+//! `goal`, visits that converted the goal. A filter on a custom property
+//! (`props:plan==pro`) applies to page views and custom events: visits
+//! with at least one that passes, counting only those that pass (a page
+//! view or event without the property has the value `(none)`).
 
 use crate::dimension::{Dimension, Level};
 use crate::event::{Event, Kind};
@@ -44,6 +47,8 @@ pub struct Predicate {
     pub op: Op,
     /// Alternatives (any may match).
     pub values: Vec<String>,
+    /// The property key, for [`Dimension::Prop`].
+    pub prop: Option<String>,
 }
 
 /// Why a filter string is invalid.
@@ -107,8 +112,12 @@ impl Filter {
                 .ok_or_else(|| FilterError::Malformed(part.to_owned()))?;
             let name = part[..at].trim();
             let value = part[at + len..].trim();
-            let dimension = Dimension::parse(name)
-                .ok_or_else(|| FilterError::UnknownDimension(name.to_owned()));
+            let prop = crate::dimension::prop_key(name).map(str::to_owned);
+            let dimension = match prop {
+                Some(_) => Ok(Dimension::Prop),
+                None => Dimension::parse(name)
+                    .ok_or_else(|| FilterError::UnknownDimension(name.to_owned())),
+            };
             let values: Vec<String> = split_unescaped(value, '|')
                 .iter()
                 .map(|v| unescape(v).trim().to_owned())
@@ -127,6 +136,7 @@ impl Filter {
                 dimension: dimension?,
                 op,
                 values,
+                prop,
             });
             if predicates.len() > MAX_FILTERS {
                 return Err(FilterError::TooMany);
@@ -152,7 +162,11 @@ impl Filter {
                     Op::NotContains => "!~",
                 };
                 let values: Vec<String> = p.values.iter().map(|v| escape(v)).collect();
-                format!("{}{op}{}", p.dimension.name(), values.join("|"))
+                let name = match &p.prop {
+                    Some(key) => format!("props:{key}"),
+                    None => p.dimension.name().to_owned(),
+                };
+                format!("{name}{op}{}", values.join("|"))
             })
             .collect::<Vec<_>>()
             .join(";")
@@ -164,20 +178,32 @@ impl Filter {
             .filter(move |p| p.dimension.level() == level)
     }
 
-    /// Whether a page view is counted (passes every `page` filter).
+    /// Whether a page view is counted (passes every `page` and property
+    /// filter).
     pub fn counts_pageview(&self, e: &Event) -> bool {
         e.kind == Kind::PageView
             && self
                 .of_level(Level::PageView)
                 .all(|p| p.matches(Some(&e.path)))
+            && self.passes_props(e)
     }
 
-    /// Whether a custom event is counted (passes every `event` filter).
+    /// Whether a custom event is counted (passes every `event` and
+    /// property filter).
     pub fn counts_custom(&self, e: &Event) -> bool {
         e.kind == Kind::Custom
             && self
                 .of_level(Level::Custom)
                 .all(|p| p.matches(e.name.as_deref()))
+            && self.passes_props(e)
+    }
+
+    /// Whether an event passes every property filter.
+    pub fn passes_props(&self, e: &Event) -> bool {
+        self.of_level(Level::Prop).all(|p| {
+            let key = p.prop.as_deref().unwrap_or_default();
+            p.matches(e.props.get(key).map(String::as_str))
+        })
     }
 
     /// Whether a visit is kept. `goals` are the site's compiled goals by name.
@@ -187,6 +213,10 @@ impl Filter {
                 Level::Session => p.matches(session_value(s, p.dimension)),
                 Level::PageView => s.events.iter().any(|e| self.counts_pageview(e)),
                 Level::Custom => s.events.iter().any(|e| self.counts_custom(e)),
+                Level::Prop => s
+                    .events
+                    .iter()
+                    .any(|e| self.counts_pageview(e) || self.counts_custom(e)),
                 Level::Goal => goals
                     .iter()
                     .filter(|(name, _)| p.matches(Some(name)))
@@ -269,7 +299,8 @@ mod tests {
             Predicate {
                 dimension: Dimension::Page,
                 op: Op::Is,
-                values: vec!["/blog/*".into()]
+                values: vec!["/blog/*".into()],
+                prop: None,
             }
         );
         assert_eq!(f.predicates[1].values, vec!["DE", "AT"]);
@@ -294,6 +325,20 @@ mod tests {
         assert_eq!(f.predicates[1].values, vec!["/a;b", "/c"]);
         assert_eq!(Filter::parse(&f.to_query()).unwrap(), f);
         assert_eq!(escape(r"a|b;c\d"), r"a\|b\;c\\d");
+    }
+
+    #[test]
+    fn property_filters_name_their_key_and_round_trip() {
+        let f = Filter::parse("props:plan==pro|team;event:props:seats!=(none)").unwrap();
+        assert_eq!(f.predicates[0].dimension, Dimension::Prop);
+        assert_eq!(f.predicates[0].prop.as_deref(), Some("plan"));
+        assert_eq!(f.predicates[1].prop.as_deref(), Some("seats"));
+        assert_eq!(f.to_query(), "props:plan==pro|team;props:seats!=(none)");
+        assert_eq!(Filter::parse(&f.to_query()).unwrap(), f);
+        assert!(matches!(
+            Filter::parse("props:==x"),
+            Err(FilterError::UnknownDimension(_))
+        ));
     }
 
     #[test]
@@ -328,6 +373,7 @@ mod tests {
             dimension: Dimension::Page,
             op,
             values: vec![v.to_owned()],
+            prop: None,
         };
         assert!(p(Op::Is, "/blog/*").matches(Some("/blog/x")));
         assert!(!p(Op::Is, "/blog/*").matches(Some("/about")));

@@ -218,6 +218,9 @@ pub struct Hit {
     pub revenue: Option<crate::event::Revenue>,
     /// The page is a hash route: its `#fragment` is part of its path.
     pub hash_route: bool,
+    /// Custom properties of a page view (a custom event keeps its own in
+    /// [`HitKind::Custom`]).
+    pub page_props: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -334,6 +337,7 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         interactive: true,
         revenue: None,
         hash_route: false,
+        page_props: BTreeMap::new(),
     }))
 }
 

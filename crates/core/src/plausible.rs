@@ -144,8 +144,12 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
     let hash_route = matches!(field("h", &[]), Some(Value::Bool(true)))
         || field("h", &[]).and_then(|v| v.as_i64()) == Some(1);
 
+    let mut page_props = BTreeMap::new();
     let kind = match name.as_str() {
-        "pageview" => HitKind::PageView,
+        "pageview" => {
+            page_props = props;
+            HitKind::PageView
+        }
         "engagement" => {
             let sd = number(field("sd", &[]), "sd")?;
             let e = number(field("e", &[]), "e")?;
@@ -193,6 +197,7 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
         interactive,
         revenue,
         hash_route,
+        page_props,
     };
     Ok(Ok(Submission {
         hits: domains

@@ -139,6 +139,9 @@ pub fn breakdown_row(dim: Dimension, value: &str, m: &Metrics, total: &Metrics) 
             "events": m.events,
             "total_value": m.value,
         }),
+        Level::Prop => json!({
+            "events": m.events,
+        }),
         Level::Goal => json!({
             "conversions": m.events,
             "unique_conversions": m.visitors,

@@ -17,6 +17,7 @@ use crate::goal::{Goal, Matcher};
 use crate::session::sessions;
 use crate::zone::Zone;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use time::Date;
 
@@ -25,6 +26,10 @@ pub const DEFAULT_TOP_N: usize = 300;
 /// The largest encoded dimensions blob written (DynamoDB allows 400 KB per
 /// item; the rest of the item is a few hundred bytes).
 pub const MAX_DIMS_BYTES: usize = 350 * 1024;
+/// Most custom property keys a day's rollup keeps (the most used ones); a
+/// day with more is marked, and a breakdown by another key reads its
+/// events instead.
+pub const MAX_ROLLUP_PROPS: usize = 100;
 /// The encoding version of the dimensions blob.
 pub const DIMS_VERSION: u32 = 1;
 
@@ -63,20 +68,41 @@ pub fn compile_goals(goals: &[Goal]) -> Vec<(String, Matcher)> {
         .collect()
 }
 
+/// The custom property keys of some events, the most used first, at most
+/// [`MAX_ROLLUP_PROPS`]; and whether some were left out.
+pub fn prop_keys(events: &[Event]) -> (Vec<String>, bool) {
+    let mut counts: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for e in events {
+        for k in e.props.keys() {
+            *counts.entry(k.as_str()).or_default() += 1;
+        }
+    }
+    let mut keys: Vec<(&str, u64)> = counts.into_iter().collect();
+    keys.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let cut = keys.len() > MAX_ROLLUP_PROPS;
+    keys.truncate(MAX_ROLLUP_PROPS);
+    let mut keys: Vec<String> = keys.into_iter().map(|(k, _)| k.to_owned()).collect();
+    keys.sort();
+    (keys, cut)
+}
+
 /// Folds the days of a contiguous run from the raw events of its window
-/// (see [`crate::session`]), every dimension, top `top_n` values each.
-/// Days without visits get an empty aggregate, so they read as covered.
+/// (see [`crate::session`]), every dimension and the custom property keys
+/// `props`, top `top_n` values each. Days without visits get an empty
+/// aggregate, so they read as covered.
 pub fn roll_days(
     events: &[Event],
     zone: &Zone,
     days: &[Date],
     goals: &[(String, Matcher)],
+    props: &[String],
     top_n: usize,
 ) -> Vec<(Date, Aggregate)> {
     let visits = sessions(events, zone);
     let filter = Filter::default();
     let spec = FoldSpec {
         dims: &Dimension::ALL,
+        props,
         goals,
         filter: &filter,
         top_n: Some(top_n),
@@ -98,6 +124,7 @@ pub fn empty_aggregate() -> Aggregate {
             .iter()
             .map(|d| (*d, Default::default()))
             .collect(),
+        props: BTreeMap::new(),
     }
 }
 
@@ -108,7 +135,13 @@ pub fn encode_dims(agg: &Aggregate) -> (Vec<u8>, usize) {
     let mut agg = agg.clone();
     loop {
         let bytes = deflate(&serde_json::to_vec(&agg).unwrap_or_default());
-        let widest = agg.dims.values().map(|rows| rows.len()).max().unwrap_or(0);
+        let widest = agg
+            .dims
+            .values()
+            .chain(agg.props.values())
+            .map(|rows| rows.len())
+            .max()
+            .unwrap_or(0);
         if bytes.len() <= MAX_DIMS_BYTES || widest <= 10 {
             return (bytes, widest);
         }
@@ -121,7 +154,7 @@ pub fn encode_dims(agg: &Aggregate) -> (Vec<u8>, usize) {
 /// pathological days).
 fn shrink(agg: &mut Aggregate, n: usize) {
     use crate::aggregate::{Metrics, OTHER, rank};
-    for rows in agg.dims.values_mut() {
+    for rows in agg.dims.values_mut().chain(agg.props.values_mut()) {
         if rows.len() <= n {
             continue;
         }
@@ -186,7 +219,7 @@ mod tests {
                 e
             })
             .collect();
-        let rolled = roll_days(&events, &Zone::utc(), &[day], &[], DEFAULT_TOP_N);
+        let rolled = roll_days(&events, &Zone::utc(), &[day], &[], &[], DEFAULT_TOP_N);
         let agg = &rolled[0].1;
         let pages = &agg.dims[&Dimension::Page];
         assert_eq!(pages.len(), DEFAULT_TOP_N + 1);
@@ -206,6 +239,7 @@ mod tests {
             &[],
             &Zone::utc(),
             &[date!(2026 - 11 - 01)],
+            &[],
             &[],
             DEFAULT_TOP_N,
         );

@@ -292,6 +292,7 @@ fn read_request<'a>(
         zone: &ctx.zone,
         range,
         dims,
+        props: &[],
         goals,
         goals_fp,
         filter: &ctx.params.filter,
@@ -397,7 +398,11 @@ fn select(ctx: &Ctx<'_>, value: Value) -> Value {
 fn series_rows(ctx: &Ctx<'_>, read: &Read, r: &ReadRequest<'_>, interval: Interval) -> Vec<Value> {
     let empty = tally_core::aggregate::Metrics::default();
     if interval == Interval::Hour {
-        let totals_only = ReadRequest { dims: &[], ..*r };
+        let totals_only = ReadRequest {
+            dims: &[],
+            props: &[],
+            ..*r
+        };
         let hours = read.hours(&totals_only);
         return range::hour_buckets(ctx.params.range, &ctx.zone)
             .into_iter()
@@ -464,14 +469,27 @@ async fn breakdown_endpoint<S: QueryStore>(
     ctx: &Ctx<'_>,
     dimension: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let dim = parse_dimension(dimension)?;
-    let dims = [dim];
+    // `props:<key>` breaks down a custom property; anything else names a
+    // dimension.
+    let prop = tally_core::dimension::prop_key(dimension).map(str::to_owned);
+    let dim = match prop {
+        Some(_) => Dimension::Prop,
+        None => parse_dimension(dimension)?,
+    };
+    let dims = if prop.is_some() { vec![] } else { vec![dim] };
+    let props: Vec<String> = prop.iter().cloned().collect();
     let (goals, fp) = goals_for(store, ctx, &dims).await?;
-    let request = read_request(ctx, ctx.params.range, &dims, &goals, &fp, false);
+    let request = ReadRequest {
+        props: &props,
+        ..read_request(ctx, ctx.params.range, &dims, &goals, &fp, false)
+    };
     let read = read::read(store, &request).await?;
     let agg = total(&read.days(&request));
     let empty = Default::default();
-    let rows = agg.dims.get(&dim).unwrap_or(&empty);
+    let rows = match &prop {
+        Some(key) => agg.props.get(key).unwrap_or(&empty),
+        None => agg.dims.get(&dim).unwrap_or(&empty),
+    };
     let sorted = sorted_rows(rows);
     let total_rows = sorted.len();
     let start = (ctx.params.page - 1).saturating_mul(ctx.params.limit);
@@ -485,7 +503,7 @@ async fn breakdown_endpoint<S: QueryStore>(
         results,
         meta: BreakdownMeta {
             common: meta(ctx, &read),
-            dimension: dim.name(),
+            dimension: prop.map_or_else(|| dim.name().to_owned(), |k| format!("props:{k}")),
             limit: ctx.params.limit,
             page: ctx.params.page,
             total_rows,
@@ -514,6 +532,9 @@ pub const DASHBOARD_DIMENSIONS: [Dimension; 16] = [
     Dimension::Event,
     Dimension::Goal,
 ];
+
+/// Custom property keys `dashboard` answers (the range's most used).
+pub const DASHBOARD_PROPS: usize = 20;
 
 /// Rows per panel of `dashboard` by default.
 pub const DASHBOARD_LIMIT: usize = 10;
@@ -555,7 +576,13 @@ async fn dashboard_endpoint<S: QueryStore>(
         interval == Interval::Hour,
     );
     let (current, previous) = totals(store, ctx, &main, &goals, &fp).await?;
-    let days = current.days(&main);
+    // The range's custom properties, the most used keys first.
+    let keys = current.prop_keys(DASHBOARD_PROPS);
+    let with_props = ReadRequest {
+        props: &keys,
+        ..main
+    };
+    let days = current.days(&with_props);
     let agg = total(&days);
     let prev = previous.as_ref().map(|(range, r)| {
         total(&r.days(&read_request(ctx, *range, &[], &goals, &fp, false))).totals
@@ -582,6 +609,21 @@ async fn dashboard_endpoint<S: QueryStore>(
             (dim.name(), part)
         })
         .collect();
+    let props = keys
+        .iter()
+        .map(|key| {
+            let sorted = sorted_rows(agg.props.get(key).unwrap_or(&empty));
+            let part = BreakdownPart {
+                total_rows: sorted.len(),
+                results: sorted
+                    .into_iter()
+                    .take(limit)
+                    .map(|(k, m)| breakdown_row(Dimension::Prop, k, m, &agg.totals))
+                    .collect(),
+            };
+            (key.clone(), part)
+        })
+        .collect();
     Ok(typed_response(&DashboardResponse {
         stats: StatsPart {
             results,
@@ -593,6 +635,7 @@ async fn dashboard_endpoint<S: QueryStore>(
             results: series,
         },
         breakdowns,
+        props,
         meta: DashboardMeta {
             common: meta(ctx, &current),
             comparison: comparison_meta(&previous),

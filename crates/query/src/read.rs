@@ -39,6 +39,8 @@ pub struct Request<'a> {
     pub range: DateRange,
     /// Dimensions to break down.
     pub dims: &'a [Dimension],
+    /// Custom property keys to break down.
+    pub props: &'a [String],
     /// Compiled goals.
     pub goals: &'a [(String, Matcher)],
     /// Fingerprint of the site's current goals.
@@ -165,6 +167,7 @@ impl Read {
             .map(|(d, agg)| {
                 let mut agg = agg.clone();
                 agg.dims.retain(|dim, _| r.dims.contains(dim));
+                agg.props.retain(|key, _| r.props.contains(key));
                 (*d, agg)
             })
             .collect();
@@ -207,6 +210,26 @@ impl Read {
         }
     }
 
+    /// The custom property keys of the range, the most used first (from
+    /// the rollups' rows and the events read), at most `limit`.
+    pub fn prop_keys(&self, limit: usize) -> Vec<String> {
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for agg in self.rollups.values() {
+            for (key, rows) in &agg.props {
+                *counts.entry(key.clone()).or_default() +=
+                    rows.values().map(|m| m.pageviews + m.events).sum::<u64>();
+            }
+        }
+        for e in &self.detail.events {
+            for key in e.props.keys() {
+                *counts.entry(key.clone()).or_default() += 1;
+            }
+        }
+        let mut keys: Vec<(String, u64)> = counts.into_iter().collect();
+        keys.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        keys.into_iter().take(limit).map(|(k, _)| k).collect()
+    }
+
     /// Why some days have no answer.
     pub fn warnings(&self) -> &[Warning] {
         &self.detail.plan.warnings
@@ -216,6 +239,7 @@ impl Read {
 fn spec<'a>(r: &Request<'a>) -> FoldSpec<'a> {
     FoldSpec {
         dims: r.dims,
+        props: r.props,
         goals: r.goals,
         filter: r.filter,
         top_n: None,
@@ -231,14 +255,14 @@ async fn read_rollups<S: QueryStore>(
     from: Date,
     to: Date,
 ) -> Result<BTreeMap<Date, (Aggregate, bool)>, ApiError> {
-    if r.dims.is_empty() {
+    if r.dims.is_empty() && r.props.is_empty() {
         let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
         return Ok(scalars
             .into_iter()
             .map(|(d, s)| {
                 let agg = Aggregate {
                     totals: s.totals(),
-                    dims: BTreeMap::new(),
+                    ..Aggregate::default()
                 };
                 (d, (agg, false))
             })
@@ -248,7 +272,10 @@ async fn read_rollups<S: QueryStore>(
     Ok(dims
         .into_iter()
         .map(|(d, day)| {
-            let stale = r.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp;
+            // A breakdown by goals computed with other goal definitions, or
+            // by a property key the day's rollup left out, needs events.
+            let stale = (r.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
+                || (day.props_cut && r.props.iter().any(|k| !day.aggregate.props.contains_key(k)));
             (d, (day.aggregate, stale))
         })
         .collect())

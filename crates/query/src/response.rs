@@ -99,8 +99,8 @@ pub struct BreakdownMeta {
     /// The common part.
     #[serde(flatten)]
     pub common: Meta,
-    /// The dimension.
-    pub dimension: &'static str,
+    /// The dimension (`props:<key>` for a custom property).
+    pub dimension: String,
     /// Rows per page.
     pub limit: usize,
     /// The page.
@@ -120,6 +120,9 @@ pub struct DashboardResponse {
     pub timeseries: SeriesPart,
     /// The first `limit` rows of each dimension asked for, by name.
     pub breakdowns: BTreeMap<&'static str, BreakdownPart>,
+    /// The first `limit` rows of each custom property key of the range
+    /// (the most used keys, at most [`DASHBOARD_PROPS`](crate::DASHBOARD_PROPS)).
+    pub props: BTreeMap<String, BreakdownPart>,
     /// What was asked and where it came from.
     pub meta: DashboardMeta,
 }

@@ -33,11 +33,11 @@ use tally_core::Millis;
 use tally_core::plan::{self, Inputs, RollupFit};
 use tally_core::range::DateRange;
 use tally_core::rollup::{
-    DEFAULT_TOP_N, RollupSource, compile_goals, goals_fingerprint, roll_days,
+    DEFAULT_TOP_N, RollupSource, compile_goals, goals_fingerprint, prop_keys, roll_days,
 };
 use tally_core::site::Site;
 use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
-use tally_store::rollups::RollupWrite;
+use tally_store::rollups::{RollupMeta, RollupWrite};
 use tally_store::{Store, StoreError};
 use time::Date;
 
@@ -354,11 +354,23 @@ pub async fn rollup_site(
             .filter(|d| detail.plan.days.contains_key(d))
             .copied()
             .collect();
-        for (day, agg) in roll_days(&detail.events, &zone, &answered, &compiled, config.top_n) {
-            match store
-                .put_rollup(&site.id, day, &agg, RollupSource::Computed, &fp, now)
-                .await?
-            {
+        let (props, props_cut) = prop_keys(&detail.events);
+        let meta = RollupMeta {
+            source: RollupSource::Computed,
+            goals_fp: &fp,
+            props_cut,
+            computed_at: now,
+        };
+        let rolled = roll_days(
+            &detail.events,
+            &zone,
+            &answered,
+            &compiled,
+            &props,
+            config.top_n,
+        );
+        for (day, agg) in rolled {
+            match store.put_rollup(&site.id, day, &agg, &meta).await? {
                 RollupWrite::Written => report.written.push(day),
                 RollupWrite::KeptImported => report.kept_imported.push(day),
             }

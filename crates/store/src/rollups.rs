@@ -69,6 +69,22 @@ pub struct DayDims {
     pub source: RollupSource,
     /// Fingerprint of the goals the day was computed with.
     pub goals_fp: String,
+    /// Whether custom property keys beyond the most used ones were left
+    /// out (a breakdown by a key it lacks must read events).
+    pub props_cut: bool,
+}
+
+/// What a day rollup was computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollupMeta<'a> {
+    /// Computed or imported.
+    pub source: RollupSource,
+    /// Fingerprint of the goal definitions used.
+    pub goals_fp: &'a str,
+    /// Whether property keys were left out ([`tally_core::rollup::prop_keys`]).
+    pub props_cut: bool,
+    /// When it was computed.
+    pub computed_at: Millis,
 }
 
 /// What writing a day's rollup did.
@@ -88,10 +104,14 @@ impl Store {
         site: &str,
         day: Date,
         agg: &Aggregate,
-        source: RollupSource,
-        goals_fp: &str,
-        computed_at: Millis,
+        meta: &RollupMeta<'_>,
     ) -> Result<RollupWrite, StoreError> {
+        let RollupMeta {
+            source,
+            goals_fp,
+            props_cut,
+            computed_at,
+        } = *meta;
         let scalars = DayScalars {
             day: format_date(day),
             visitors: agg.totals.visitors,
@@ -125,6 +145,9 @@ impl Store {
             AttributeValue::S(source_name(source).into()),
         );
         item.insert("goals_fp".into(), AttributeValue::S(goals_fp.to_owned()));
+        if props_cut {
+            item.insert("props_cut".into(), AttributeValue::Bool(true));
+        }
         item.insert(
             "computed_at".into(),
             AttributeValue::N(computed_at.to_string()),
@@ -210,12 +233,14 @@ impl Store {
                 _ => RollupSource::Computed,
             };
             let goals_fp = string(&item, "goals_fp").unwrap_or_default().to_owned();
+            let props_cut = matches!(item.get("props_cut"), Some(AttributeValue::Bool(true)));
             out.insert(
                 day,
                 DayDims {
                     aggregate,
                     source,
                     goals_fp,
+                    props_cut,
                 },
             );
         }

@@ -172,6 +172,7 @@ async fn dashboard() {
     let filter = Filter::default();
     let spec = FoldSpec {
         dims: &[Dimension::Page],
+        props: &[],
         goals: &[],
         filter: &filter,
         top_n: None,
@@ -315,6 +316,7 @@ async fn fold_bench() {
     let goals = Vec::new();
     let spec = FoldSpec {
         dims: &Dimension::ALL,
+        props: &[],
         goals: &goals,
         filter: &filter,
         top_n: Some(300),
