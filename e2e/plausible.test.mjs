@@ -139,6 +139,11 @@ async function main() {
       const events = await api(domain, 'breakdown/event?period=today');
       const byName = Object.fromEntries(events.results.map(r => [r.value, r.events]));
       assert.deepEqual(byName, { Signup: 1, 'Outbound Link: Click': 1, 'File Download': 1 });
+      // The event's props are a dimension.
+      const plan = mine.find(b => b.n === 'Signup').p.plan;
+      const props = await api(domain, 'breakdown/props:plan?period=today');
+      const row = props.results.find(r => r.value === plan);
+      assert.ok(row && row.events === 1 && row.visitors === 1, JSON.stringify(props.results));
     });
     await check(`${domain}: engagement stored with scroll depth and engaged time`, async () => {
       const engagements = mine.filter(b => b.n === 'engagement');
