@@ -48,6 +48,16 @@ pub struct Metrics {
     /// Sum of custom event values.
     #[serde(rename = "v", default, skip_serializing_if = "is_zero_f")]
     pub value: f64,
+    /// Pages only: engaged ms of its page views that sent engagement.
+    #[serde(rename = "te", default, skip_serializing_if = "is_zero")]
+    pub engaged_ms: u64,
+    /// Pages only: page views that sent engagement (the base of
+    /// `time_on_page` and `scroll_depth`).
+    #[serde(rename = "tv", default, skip_serializing_if = "is_zero")]
+    pub engaged_views: u64,
+    /// Pages only: sum of each engaged page view's deepest scroll, percent.
+    #[serde(rename = "ss", default, skip_serializing_if = "is_zero")]
+    pub scroll_sum: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -69,6 +79,9 @@ impl Metrics {
         self.duration_ms += o.duration_ms;
         self.events += o.events;
         self.value += o.value;
+        self.engaged_ms += o.engaged_ms;
+        self.engaged_views += o.engaged_views;
+        self.scroll_sum += o.scroll_sum;
     }
 }
 
@@ -320,7 +333,10 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
                 Level::Session => {}
                 Level::PageView => {
                     let mut first = true;
-                    for e in s.events.iter().filter(|e| e.kind == Kind::PageView) {
+                    for (k, e) in s.events.iter().enumerate() {
+                        if e.kind != Kind::PageView {
+                            continue;
+                        }
                         let entry = std::mem::take(&mut first);
                         if spec.filter.counts_pageview(e) {
                             let id = dict.id(&e.path);
@@ -330,6 +346,12 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
                             }
                             pages.last = known;
                             enc.ids.push(if entry { id | ENTRY } else { id });
+                            // Its engagement: the beacons for its page until
+                            // the next page view (engaged ms, deepest scroll
+                            // + 1; 0 without a beacon).
+                            let (engaged, scroll) = engagement_of(&s.events[k + 1..], &e.path);
+                            enc.values.push(engaged as f64);
+                            enc.values.push(scroll as f64);
                         }
                     }
                 }
@@ -498,6 +520,15 @@ fn add_visit(
         at += 1 + n;
         for &id in slots {
             let m = cells.visit(id, visit, v.visitor);
+            if *level == Level::PageView {
+                let (engaged, scroll) = (enc.values[value_at], enc.values[value_at + 1]);
+                value_at += 2;
+                if scroll > 0.0 {
+                    m.engaged_ms += engaged as u64;
+                    m.engaged_views += 1;
+                    m.scroll_sum += scroll as u64 - 1;
+                }
+            }
             if *level == Level::Prop {
                 if id & ENTRY != 0 {
                     m.pageviews += 1;
@@ -517,6 +548,24 @@ fn add_visit(
             }
         }
     }
+}
+
+/// The engagement of a page view from the events after it: the engaged ms
+/// and the deepest scroll (+ 1) of the beacons for its page before the next
+/// page view; `(0, 0)` without one.
+fn engagement_of(after: &[&Event], path: &str) -> (u64, u64) {
+    let (mut engaged, mut scroll) = (0u64, 0u64);
+    for e in after {
+        match e.kind {
+            Kind::PageView => break,
+            Kind::Engagement if e.path == path => {
+                engaged += e.engaged_ms.unwrap_or(0);
+                scroll = scroll.max(u64::from(e.scroll.unwrap_or(0)) + 1);
+            }
+            _ => {}
+        }
+    }
+    (engaged, scroll)
 }
 
 /// Whether an event converts a goal. A page view or custom event that a
@@ -641,6 +690,39 @@ mod tests {
             filter,
             top_n,
         }
+    }
+
+    #[test]
+    fn page_rows_carry_the_engagement_of_their_page_views() {
+        let engaged = |ts, sid, path, ms, scroll| {
+            let mut e = ev(Kind::Engagement, ts, sid, path);
+            e.engaged_ms = Some(ms);
+            e.scroll = Some(scroll);
+            e
+        };
+        let events = vec![
+            // Tab a: / engaged 4 s then 2 s more (deepest scroll 80), /x 10 s.
+            ev(Kind::PageView, 0, "a", "/"),
+            engaged(1_000, "a", "/", 4_000, 50),
+            engaged(2_000, "a", "/", 2_000, 80),
+            ev(Kind::PageView, 3_000, "a", "/x"),
+            engaged(4_000, "a", "/x", 10_000, 30),
+            // Tab bb: / without any beacon.
+            ev(Kind::PageView, 0, "bb", "/"),
+        ];
+        let s = sessions(&events, &Zone::utc());
+        let filter = Filter::default();
+        let out = fold(&s, &spec(&[Dimension::Page], &filter, None), |_| Some(()));
+        let pages = &out[&()].dims[&Dimension::Page];
+        let home = &pages["/"];
+        assert_eq!((home.pageviews, home.engaged_views), (2, 1));
+        assert_eq!((home.engaged_ms, home.scroll_sum), (6_000, 80));
+        assert_eq!(crate::report::time_on_page(home), Some(6));
+        assert_eq!(crate::report::scroll_depth(&pages["/x"]), Some(30));
+        // Rollups keep them: they survive the stored form.
+        let back: Aggregate =
+            serde_json::from_str(&serde_json::to_string(&out[&()]).unwrap()).unwrap();
+        assert_eq!(back, out[&()]);
     }
 
     #[test]

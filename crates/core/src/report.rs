@@ -82,6 +82,18 @@ pub fn change(current: &Stats, previous: &Stats) -> Value {
     })
 }
 
+/// Average engaged seconds per page view that reported engagement (page
+/// rows only); `None` when none did.
+pub fn time_on_page(m: &Metrics) -> Option<u64> {
+    (m.engaged_views > 0).then(|| seconds(m.engaged_ms, m.engaged_views))
+}
+
+/// Average deepest scroll, percent, per page view that reported
+/// engagement (page rows only); `None` when none did.
+pub fn scroll_depth(m: &Metrics) -> Option<u64> {
+    (m.engaged_views > 0).then(|| (ratio(m.scroll_sum, m.engaged_views)).round() as u64)
+}
+
 /// A time-series row.
 pub fn series_row(label: &str, m: &Metrics) -> Value {
     let s = stats(m);
@@ -134,6 +146,8 @@ pub fn breakdown_row(dim: Dimension, value: &str, m: &Metrics, total: &Metrics) 
         Level::PageView => json!({
             "entries": m.entries,
             "bounce_rate": percent(m.bounces, m.entries),
+            "time_on_page": time_on_page(m),
+            "scroll_depth": scroll_depth(m),
         }),
         Level::Custom => json!({
             "events": m.events,
