@@ -47,6 +47,8 @@ pub enum Dimension {
     Event,
     /// Goal name.
     Goal,
+    /// The page's host name (of the visit's first event).
+    Hostname,
     /// A custom property of page views and custom events (`props:<key>`);
     /// the key travels beside the dimension (a filter's `prop`, a fold's
     /// `props`). Not in [`Dimension::ALL`]: it is not one dimension but one
@@ -84,7 +86,7 @@ pub enum Level {
 
 impl Dimension {
     /// Every dimension.
-    pub const ALL: [Dimension; 20] = [
+    pub const ALL: [Dimension; 21] = [
         Self::Page,
         Self::EntryPage,
         Self::ExitPage,
@@ -105,6 +107,7 @@ impl Dimension {
         Self::Screen,
         Self::Event,
         Self::Goal,
+        Self::Hostname,
     ];
 
     /// The canonical (singular) name used in filters and JSON.
@@ -130,6 +133,7 @@ impl Dimension {
             Self::Screen => "screen",
             Self::Event => "event",
             Self::Goal => "goal",
+            Self::Hostname => "hostname",
             Self::Prop => "props",
         }
     }
@@ -152,6 +156,7 @@ impl Dimension {
             "screens" | "screen_sizes" | "screen_size" => "screen",
             "events" | "custom_events" => "event",
             "goals" => "goal",
+            "hostnames" | "host" => "hostname",
             other => other,
         };
         Self::ALL.into_iter().find(|d| d.name() == name)
@@ -190,6 +195,7 @@ impl Dimension {
             Self::City => e.city.as_deref(),
             Self::Screen => e.screen.as_deref(),
             Self::Event => e.name.as_deref(),
+            Self::Hostname => Some(&e.host),
             Self::EntryPage | Self::ExitPage | Self::Goal | Self::Prop => None,
         }
     }

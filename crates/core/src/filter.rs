@@ -36,6 +36,48 @@ pub enum Op {
     Contains,
     /// Contains none of the values.
     NotContains,
+    /// Matches one of the regular expressions (Stats API v2 `matches`).
+    Matches,
+    /// Matches none of the regular expressions.
+    NotMatches,
+}
+
+/// Compiled regular expressions of a `matches` filter (compared by their
+/// source text).
+#[derive(Debug, Clone, Default)]
+pub struct Patterns(pub Vec<regex::Regex>);
+
+impl PartialEq for Patterns {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|(a, b)| a.as_str() == b.as_str())
+    }
+}
+
+impl Eq for Patterns {}
+
+impl Patterns {
+    /// Compiles `values` (at most 1,000 characters each).
+    pub fn compile(values: &[String], case_sensitive: bool) -> Result<Self, String> {
+        values
+            .iter()
+            .map(|v| {
+                if v.len() > 1000 {
+                    return Err(format!("regular expression too long: {v:?}"));
+                }
+                regex::RegexBuilder::new(v)
+                    .case_insensitive(!case_sensitive)
+                    .size_limit(1 << 20)
+                    .build()
+                    .map_err(|e| format!("invalid regular expression {v:?}: {e}"))
+            })
+            .collect::<Result<_, _>>()
+            .map(Self)
+    }
 }
 
 /// One filter.
@@ -49,6 +91,11 @@ pub struct Predicate {
     pub values: Vec<String>,
     /// The property key, for [`Dimension::Prop`].
     pub prop: Option<String>,
+    /// Whether `is`/`is not` compare case (contains never does in Tally's
+    /// own grammar; the Stats API v2 says per filter).
+    pub case_sensitive: bool,
+    /// The compiled expressions of [`Op::Matches`] and [`Op::NotMatches`].
+    pub patterns: Patterns,
 }
 
 /// Why a filter string is invalid.
@@ -68,23 +115,30 @@ pub enum FilterError {
 impl Predicate {
     /// Whether a value (or its absence) passes.
     pub fn matches(&self, value: Option<&str>) -> bool {
+        if matches!(self.op, Op::Matches | Op::NotMatches) {
+            let any = value.is_some_and(|v| self.patterns.0.iter().any(|r| r.is_match(v)));
+            return (self.op == Op::Matches) == any;
+        }
+        let fold = |s: &str| {
+            if self.case_sensitive {
+                s.to_owned()
+            } else {
+                s.to_lowercase()
+            }
+        };
         let hit = |v: &str| match value {
             None => v == NONE_VALUE,
             Some(actual) => match self.op {
-                Op::Is | Op::IsNot => {
-                    if v.contains('*') {
-                        wildcard_match(v, actual)
-                    } else {
-                        v == actual
-                    }
-                }
-                Op::Contains | Op::NotContains => actual.to_lowercase().contains(&v.to_lowercase()),
+                Op::Is | Op::IsNot if v.contains('*') => wildcard_match(&fold(v), &fold(actual)),
+                Op::Is | Op::IsNot if self.case_sensitive => v == actual,
+                Op::Is | Op::IsNot => fold(v) == fold(actual),
+                _ => fold(actual).contains(&fold(v)),
             },
         };
         let any = self.values.iter().any(|v| hit(v));
         match self.op {
-            Op::Is | Op::Contains => any,
-            Op::IsNot | Op::NotContains => !any,
+            Op::Is | Op::Contains | Op::Matches => any,
+            Op::IsNot | Op::NotContains | Op::NotMatches => !any,
         }
     }
 }
@@ -134,9 +188,11 @@ impl Filter {
             };
             predicates.push(Predicate {
                 dimension: dimension?,
+                case_sensitive: matches!(op, Op::Is | Op::IsNot),
                 op,
                 values,
                 prop,
+                patterns: Patterns::default(),
             });
             if predicates.len() > MAX_FILTERS {
                 return Err(FilterError::TooMany);
@@ -160,6 +216,9 @@ impl Filter {
                     Op::IsNot => "!=",
                     Op::Contains => "~=",
                     Op::NotContains => "!~",
+                    // Not in the query-string grammar: the Stats API's own.
+                    Op::Matches => "=~",
+                    Op::NotMatches => "!=~",
                 };
                 let values: Vec<String> = p.values.iter().map(|v| escape(v)).collect();
                 let name = match &p.prop {
@@ -301,6 +360,8 @@ mod tests {
                 op: Op::Is,
                 values: vec!["/blog/*".into()],
                 prop: None,
+                case_sensitive: true,
+                patterns: Patterns::default(),
             }
         );
         assert_eq!(f.predicates[1].values, vec!["DE", "AT"]);
@@ -374,6 +435,8 @@ mod tests {
             op,
             values: vec![v.to_owned()],
             prop: None,
+            case_sensitive: !matches!(op, Op::Contains | Op::NotContains),
+            patterns: Patterns::default(),
         };
         assert!(p(Op::Is, "/blog/*").matches(Some("/blog/x")));
         assert!(!p(Op::Is, "/blog/*").matches(Some("/about")));

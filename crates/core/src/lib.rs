@@ -42,6 +42,7 @@ pub mod salt;
 pub mod segment;
 pub mod session;
 pub mod site;
+pub mod stats_api;
 pub mod window;
 pub mod zone;
 

@@ -21,6 +21,7 @@
 pub mod config;
 pub mod error;
 pub mod params;
+pub mod plausible;
 pub mod read;
 pub mod response;
 pub mod store;
@@ -100,27 +101,13 @@ async fn route<S: QueryStore, C: Clock>(
             200,
             &json!({"status": "ok", "service": "query"}),
         )),
+        ("POST", ["api", "v2", "query"]) => Ok(plausible::v2(store, clock, config, request).await),
+        ("GET", ["api", "v1", "stats", rest @ ..]) => {
+            Ok(plausible::v1(store, clock, config, request, rest).await)
+        }
         ("GET", ["api", "sites", site, rest @ ..]) => {
             let now = clock.now();
-            let ip = tally_lambda::request::client_ip(request, false);
-            if !config
-                .guard
-                .allows(&ip, config.auth_failures_per_minute, now)
-            {
-                return Err(ApiError {
-                    status: 429,
-                    code: "too_many_attempts",
-                    message: "too many failed key checks from this network, retry in a minute"
-                        .into(),
-                });
-            }
-            let site = match authorize(store, site, request).await {
-                Err(e) if e.status == 401 || e.status == 403 => {
-                    config.guard.failed(&ip, now);
-                    return Err(e);
-                }
-                other => other?,
-            };
+            let site = authenticate(store, config, request, site, now).await?;
             let q = params::query_map(request.uri().query());
             match rest {
                 ["stats"] => stats_endpoint(store, &context(&site, &q, now, config, &[])?).await,
@@ -174,6 +161,35 @@ pub fn dashboard_response(html: String) -> Response<Body> {
     );
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     response
+}
+
+/// The failed-guess guard, then the key check: the site, or the error (a
+/// failed check is counted against the client's network).
+pub(crate) async fn authenticate<S: QueryStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    site: &str,
+    now: i64,
+) -> Result<Arc<Site>, ApiError> {
+    let ip = tally_lambda::request::client_ip(request, false);
+    if !config
+        .guard
+        .allows(&ip, config.auth_failures_per_minute, now)
+    {
+        return Err(ApiError {
+            status: 429,
+            code: "too_many_attempts",
+            message: "too many failed key checks from this network, retry in a minute".into(),
+        });
+    }
+    match authorize(store, site, request).await {
+        Err(e) if e.status == 401 || e.status == 403 => {
+            config.guard.failed(&ip, now);
+            Err(e)
+        }
+        other => other,
+    }
 }
 
 /// Checks the bearer key against the site: 401 without a valid key, 403
@@ -649,6 +665,24 @@ async fn realtime_endpoint<S: QueryStore>(
     site: &Site,
     now: i64,
 ) -> Result<Response<Body>, ApiError> {
+    let (visitors, rows) = realtime(store, site, now).await?;
+    Ok(json_response(
+        200,
+        &json!({
+            "visitors": visitors,
+            "pages": rows.iter().take(20).map(|(p, v)| json!({"value": p, "visitors": v})).collect::<Vec<_>>(),
+            "meta": {"site": site.id, "window_seconds": REALTIME_WINDOW_MS / 1000},
+        }),
+    ))
+}
+
+/// Visitors with an event in the last five minutes, and their latest pages
+/// (each visitor once, on the page they viewed last), most visited first.
+pub(crate) async fn realtime<S: QueryStore>(
+    store: &S,
+    site: &Site,
+    now: i64,
+) -> Result<(usize, Vec<(String, u64)>), ApiError> {
     let from = now - REALTIME_WINDOW_MS;
     let events = store.events(site, from, now + MINUTE_MS, now).await?;
     // Each current visitor counts once, on the page they viewed last.
@@ -666,14 +700,7 @@ async fn realtime_endpoint<S: QueryStore>(
     for (_, page) in last_page.values() {
         *pages.entry(page).or_default() += 1;
     }
-    let mut rows: Vec<(&str, u64)> = pages.into_iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    Ok(json_response(
-        200,
-        &json!({
-            "visitors": last_page.len(),
-            "pages": rows.iter().take(20).map(|(p, v)| json!({"value": p, "visitors": v})).collect::<Vec<_>>(),
-            "meta": {"site": site.id, "window_seconds": REALTIME_WINDOW_MS / 1000},
-        }),
-    ))
+    let mut rows: Vec<(String, u64)> = pages.into_iter().map(|(p, n)| (p.to_owned(), n)).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok((last_page.len(), rows))
 }

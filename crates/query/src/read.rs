@@ -200,6 +200,26 @@ impl Read {
         })
     }
 
+    /// The events' visits folded into buckets `bucket` names (visits of
+    /// days without an answer are left out). Rollup days are not included:
+    /// read with `hourly` for a query that needs every visit.
+    pub fn fold_with<K: Ord + Copy>(
+        &self,
+        r: &Request<'_>,
+        bucket: impl Fn(&tally_core::session::Session<'_>) -> Option<K>,
+    ) -> BTreeMap<K, Aggregate> {
+        let detail_days = &self.detail.plan.days;
+        let zone = r.zone;
+        let visits = sessions(&self.detail.events, zone);
+        fold(&visits, &spec(r), |s| {
+            detail_days
+                .get(&zone.local_date(s.start))
+                .is_some_and(|src| *src != Source::Rollup)
+                .then(|| bucket(s))
+                .flatten()
+        })
+    }
+
     /// Where the days came from.
     pub fn sources(&self) -> SourcesMeta {
         let s = self.detail.plan.sources();
@@ -274,7 +294,10 @@ async fn read_rollups<S: QueryStore>(
         .map(|(d, day)| {
             // A breakdown by goals computed with other goal definitions, or
             // by a property key the day's rollup left out, needs events.
+            // (A dimension the rollup lacks, computed before it existed,
+            // is read from events too.)
             let stale = (r.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
+                || r.dims.iter().any(|d| !day.aggregate.dims.contains_key(d))
                 || (day.props_cut && r.props.iter().any(|k| !day.aggregate.props.contains_key(k)));
             (d, (day.aggregate, stale))
         })
