@@ -289,6 +289,55 @@ def fixtures():
         ua=GOOGLEBOT,
         hints={},
     )
+    # Plausible's tracker (0.4.6, recorded in Chromium): fetch with
+    # keepalive, a text/plain JSON body, to /api/event.
+    yield "ingest-plausible-event.json", http_event(
+        "POST",
+        "/api/event",
+        route="POST /api/event",
+        at=T0 + 50_210,
+        request_id="Q3kVb2mPIAMEbsA=",
+        ip="203.0.113.42",
+        ua=CHROME,
+        headers={
+            "content-type": "text/plain",
+            "origin": "https://example.com",
+            "referer": "https://example.com/",
+            "sec-fetch-dest": "empty",
+            "sec-fetch-mode": "cors",
+            "sec-fetch-site": "cross-site",
+            **CHROME_CH,
+        },
+        body=json.dumps(
+            {
+                "n": "Signup",
+                "v": 36,
+                "u": PAGE,
+                "d": SITE,
+                "r": None,
+                "p": {"plan": "pro"},
+                "$": {"amount": 49, "currency": "EUR"},
+            },
+            separators=(",", ":"),
+        ),
+    )
+    yield "ingest-plausible-script.json", http_event(
+        "GET",
+        "/js/script.outbound-links.file-downloads.js",
+        route="GET /js/{script}",
+        at=T0 - 650,
+        request_id="Q3kT3kLmIAMEbhQ=",
+        ip="203.0.113.42",
+        ua=CHROME,
+        headers={
+            "referer": "https://example.com/",
+            "sec-fetch-dest": "script",
+            "sec-fetch-mode": "no-cors",
+            "sec-fetch-site": "cross-site",
+            **CHROME_CH,
+        },
+        path_parameters={"script": "script.outbound-links.file-downloads.js"},
+    )
     yield "ingest-script.json", http_event(
         "GET",
         "/script.js",
@@ -346,6 +395,28 @@ def fixtures():
         authorized=False,
         ip="2001:db8::42",
         ua=SAFARI,
+    )
+    yield "query-v2.json", http_event(
+        "POST",
+        "/api/v2/query",
+        route="POST /api/v2/query",
+        at=T0 + 3_600_000,
+        request_id="Q3rC2jV8IAMEcHg=",
+        ip="198.51.100.77",
+        ua=CURL,
+        headers={
+            "authorization": f"Bearer {API_KEY}",
+            "content-type": "application/json",
+        },
+        body=json.dumps(
+            {
+                "site_id": SITE,
+                "metrics": ["visitors", "pageviews", "bounce_rate"],
+                "date_range": "7d",
+                "dimensions": ["visit:source"],
+            },
+            separators=(",", ":"),
+        ),
     )
     yield "query-dashboard.json", http_event(
         "GET",

@@ -105,6 +105,7 @@ async fn every_ingest_fixture_gets_its_answer_from_the_handler() {
         ("ingest-preflight.json", 204, None),
         ("ingest-bad-body.json", 400, None),
         ("ingest-script.json", 200, None),
+        ("ingest-plausible-script.json", 200, None),
         ("ingest-health.json", 200, None),
     ];
     for (name, status, outcome) in cases {
@@ -130,11 +131,23 @@ async fn every_ingest_fixture_gets_its_answer_from_the_handler() {
         }
         assert_eq!(cors.unwrap(), "*", "{name} carries CORS");
     }
+    // Plausible's tracker: `202 ok`, no dropped header.
+    let text = fixture("ingest-plausible-event.json");
+    let response = handle(
+        &ingest,
+        &ManualClock::at(1_764_460_850_210),
+        &config,
+        lambda_http::request::from_str(&text).unwrap(),
+    )
+    .await;
+    assert_eq!(response.status(), 202);
+    assert!(response.headers().get("x-plausible-dropped").is_none());
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
     let items = h.event_items().await;
     assert_eq!(
         items.len(),
-        4,
-        "page view, event, engagement, outbound click"
+        5,
+        "page view, event, engagement, outbound click, Plausible's event"
     );
     let pageview = items
         .iter()
@@ -164,6 +177,7 @@ async fn every_query_fixture_gets_its_answer_from_the_handler() {
         ("query-breakdown.json", 200, "results"),
         ("query-realtime.json", 200, "visitors"),
         ("query-unauthorized.json", 401, "error"),
+        ("query-v2.json", 200, "results"),
     ];
     for (name, status, key_field) in cases {
         let request = lambda_http::request::from_str(&fixture(name)).unwrap();

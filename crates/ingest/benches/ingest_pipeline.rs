@@ -11,16 +11,16 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
+use std::sync::Arc;
 use tally_core::event::{self, Client};
 use tally_core::payload::{self, Limits};
 use tally_core::salt::{Secret, daily_salt};
 use tally_core::site::Site;
-use tally_store::events::event_ttl;
-use std::sync::Arc;
 use tally_ingest::store::IngestStore;
 use tally_store::StoreError;
 use tally_store::clock::ManualClock;
 use tally_store::events::PutOutcome;
+use tally_store::events::event_ttl;
 use tally_store::item::with_keys;
 
 const BODY: &str = r#"{"s":"blog","sid":"k3j4h5g6f7d8","e":"pageview","p":{},"u":"https://example.com/blog/hello-world?utm_source=newsletter&utm_medium=email&utm_campaign=launch","r":"https://www.google.com/","t":"Hello world","sw":1440,"sh":900,"tz":"Europe/Berlin","eid":"a1b2c3d4e5f6mikyeio0","ts":1764460800000}"#;
