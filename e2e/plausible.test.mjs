@@ -114,7 +114,7 @@ async function main() {
     });
   }
   await sleep(1500);
-  log(`bodies sent: ${sent.map(b => `${b.d} ${b.n}`).join(', ')}`);
+  log(`bodies sent: ${sent.map(b => `${b.d} ${b.n} ${b.u} ${b.sd ?? ''} ${b.e ?? ''}`).join(', ')}`);
 
   await check('every body was accepted: no 4xx, nothing dropped', async () => {
     const health = await (await fetch(`${http}/health`)).json();
@@ -151,6 +151,23 @@ async function main() {
       assert.ok(engagements.reduce((a, b) => a + (b.e || 0), 0) >= 3000, JSON.stringify(engagements));
       const stats = await api(domain, 'stats?period=today');
       assert.ok(stats.results.visit_duration >= 3, `visit duration ${stats.results.visit_duration} s`);
+      // Per page: the home page was scrolled to the bottom and read for
+      // over three seconds before the route change.
+      const pages = await api(domain, 'breakdown/page?period=today');
+      const home = pages.results.find(r => r.value === '/');
+      assert.equal(home.scroll_depth, 100, JSON.stringify(home));
+      assert.ok(home.time_on_page >= 3, JSON.stringify(home));
+      // The same through Plausible's Stats API v2.
+      const res = await fetch(`${http}/api/v2/query`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${keys[domain]}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ site_id: domain, metrics: ['visitors', 'time_on_page', 'scroll_depth'], date_range: 'day', dimensions: ['event:page'] }),
+      });
+      const v2 = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(v2));
+      const row = v2.results.find(r => r.dimensions[0] === '/');
+      assert.deepEqual(row.metrics.slice(0, 1), [1]);
+      assert.equal(row.metrics[2], 100);
     });
   }
 }

@@ -332,11 +332,15 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
             match d.level() {
                 Level::Session => {}
                 Level::PageView => {
+                    let engagement = engagement_of(&s.events);
                     let mut first = true;
-                    for (k, e) in s.events.iter().enumerate() {
+                    let mut n = 0;
+                    for e in s.events.iter() {
                         if e.kind != Kind::PageView {
                             continue;
                         }
+                        let (engaged, scroll) = engagement[n];
+                        n += 1;
                         let entry = std::mem::take(&mut first);
                         if spec.filter.counts_pageview(e) {
                             let id = dict.id(&e.path);
@@ -346,10 +350,8 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
                             }
                             pages.last = known;
                             enc.ids.push(if entry { id | ENTRY } else { id });
-                            // Its engagement: the beacons for its page until
-                            // the next page view (engaged ms, deepest scroll
-                            // + 1; 0 without a beacon).
-                            let (engaged, scroll) = engagement_of(&s.events[k + 1..], &e.path);
+                            // Its engagement (engaged ms, deepest scroll + 1;
+                            // 0 without a beacon).
                             enc.values.push(engaged as f64);
                             enc.values.push(scroll as f64);
                         }
@@ -550,22 +552,34 @@ fn add_visit(
     }
 }
 
-/// The engagement of a page view from the events after it: the engaged ms
-/// and the deepest scroll (+ 1) of the beacons for its page before the next
-/// page view; `(0, 0)` without one.
-fn engagement_of(after: &[&Event], path: &str) -> (u64, u64) {
-    let (mut engaged, mut scroll) = (0u64, 0u64);
-    for e in after {
+/// The engagement of each page view of a visit, in order: engaged ms and
+/// deepest scroll + 1 (`(0, 0)` without a beacon). A beacon belongs to the
+/// latest page view of its page before it: trackers send it when the page
+/// is hidden or just before the next page view, which may reach the server
+/// first.
+fn engagement_of(events: &[&Event]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut latest: Vec<(&str, usize)> = Vec::new();
+    for e in events {
         match e.kind {
-            Kind::PageView => break,
-            Kind::Engagement if e.path == path => {
-                engaged += e.engaged_ms.unwrap_or(0);
-                scroll = scroll.max(u64::from(e.scroll.unwrap_or(0)) + 1);
+            Kind::PageView => {
+                match latest.iter_mut().find(|(p, _)| *p == e.path) {
+                    Some(slot) => slot.1 = out.len(),
+                    None => latest.push((&e.path, out.len())),
+                }
+                out.push((0, 0));
             }
-            _ => {}
+            Kind::Engagement => {
+                if let Some((_, i)) = latest.iter().find(|(p, _)| *p == e.path) {
+                    let (engaged, scroll) = &mut out[*i];
+                    *engaged += e.engaged_ms.unwrap_or(0);
+                    *scroll = (*scroll).max(u64::from(e.scroll.unwrap_or(0)) + 1);
+                }
+            }
+            Kind::Custom => {}
         }
     }
-    (engaged, scroll)
+    out
 }
 
 /// Whether an event converts a goal. A page view or custom event that a
@@ -709,6 +723,11 @@ mod tests {
             engaged(4_000, "a", "/x", 10_000, 30),
             // Tab bb: / without any beacon.
             ev(Kind::PageView, 0, "bb", "/"),
+            // Tab ccc: /y's beacon reached the server after the next page
+            // view: it is still /y's.
+            ev(Kind::PageView, 0, "ccc", "/y"),
+            ev(Kind::PageView, 5_000, "ccc", "/z"),
+            engaged(5_001, "ccc", "/y", 7_000, 60),
         ];
         let s = sessions(&events, &Zone::utc());
         let filter = Filter::default();
@@ -719,6 +738,8 @@ mod tests {
         assert_eq!((home.engaged_ms, home.scroll_sum), (6_000, 80));
         assert_eq!(crate::report::time_on_page(home), Some(6));
         assert_eq!(crate::report::scroll_depth(&pages["/x"]), Some(30));
+        assert_eq!(crate::report::time_on_page(&pages["/y"]), Some(7));
+        assert_eq!(pages["/z"].engaged_views, 0);
         // Rollups keep them: they survive the stored form.
         let back: Aggregate =
             serde_json::from_str(&serde_json::to_string(&out[&()]).unwrap()).unwrap();
