@@ -222,6 +222,25 @@ async fn the_same_eid_posted_twice_is_stored_once() {
 }
 
 #[tokio::test]
+async fn a_repeated_id_without_a_client_time_is_stored_once_within_its_hour() {
+    let rig = Rig::new().await;
+    // No `ts`, and an event id whose tail is no clock: the event time is
+    // the server's, different for each delivery.
+    let body = r#"{"s":"blog","u":"https://example.com/","eid":"retry-me-please"}"#;
+    assert_eq!(
+        rig.post(body, "203.0.113.1", CHROME_MAC).await.1["status"],
+        "accepted"
+    );
+    rig.clock.advance(20 * 60_000);
+    let (status, json) = rig.post(body, "203.0.113.1", CHROME_MAC).await;
+    assert_eq!((status, json["status"].as_str()), (202, Some("duplicate")));
+    assert_eq!(rig.h.event_items().await.len(), 1);
+    // The stored time is still when it arrived.
+    let item = &rig.h.event_items().await[0];
+    assert_eq!(number(item, "ts"), Some(t0()));
+}
+
+#[tokio::test]
 async fn bots_are_answered_2xx_and_stored_zero_times() {
     let rig = Rig::new().await;
     let bots = [

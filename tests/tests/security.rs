@@ -92,6 +92,48 @@ async fn guessing_keys_is_rate_limited_per_client_network() {
 }
 
 #[tokio::test]
+async fn a_valid_key_keeps_working_while_its_network_is_refused_for_guesses() {
+    let h = Harness::start().await;
+    let key = site_and_key(&h, "office").await;
+    let query = DynamoQuery::new(h.store.clone());
+    let config = tally_query::Config {
+        auth_failures_per_minute: 5,
+        ..tally_query::Config::default()
+    };
+    let clock = ManualClock::at(utc_midnight(date!(2026 - 11 - 30)));
+    let ask = |key: String| {
+        let (query, clock, config) = (&query, &clock, &config);
+        async move {
+            tally_query::handle_with(
+                query,
+                clock,
+                config,
+                query_request("office", &key, "198.51.100.20", None),
+            )
+            .await
+            .status()
+        }
+    };
+    // A colleague's dashboard works, then someone behind the same address
+    // guesses keys until the network is refused.
+    assert_eq!(ask(key.clone()).await, 200);
+    for n in 0..6u8 {
+        let wrong = tally_core::auth::key_from_bytes("office", &[n + 1; 20]);
+        ask(wrong).await;
+    }
+    let wrong = tally_core::auth::key_from_bytes("office", &[99; 20]);
+    assert_eq!(ask(wrong).await, 429);
+    // The valid key is still answered (the guard remembers it in memory).
+    assert_eq!(ask(key.clone()).await, 200);
+    // A key revoked meanwhile stops at once, guard or not.
+    let hash = tally_core::auth::hash_key(&key);
+    let mut record = h.store.api_key("office", &hash).await.unwrap().unwrap();
+    record.revoked_at = Some(1);
+    h.store.put_api_key("office", &record).await.unwrap();
+    assert_eq!(ask(key).await, 401);
+}
+
+#[tokio::test]
 async fn the_query_api_never_grants_a_foreign_origin() {
     let h = Harness::start().await;
     let key = site_and_key(&h, "corsy").await;

@@ -119,6 +119,17 @@ async fn steps<S: IngestStore>(
     let salt = salt(store, &site, at).await;
     budget(config, &site, &salt, &facts.ip, facts.now)?;
     let (key, stored) = build(hit, &site, &client, at, &salt);
+    // Without a trusted client time the event time is ours, different for
+    // each delivery: the key takes the hour instead, so a repeated id in
+    // the same UTC hour is still stored once.
+    let key = if hit.client_ts == Some(at) {
+        key
+    } else {
+        EventKey {
+            at: tally_core::keys::hour_start(at),
+            ..key
+        }
+    };
     write(store, &key, &stored, event_ttl(at, site.retention_days)).await
 }
 

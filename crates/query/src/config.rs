@@ -41,7 +41,14 @@ impl Default for Config {
 pub struct AuthGuard {
     salt: tally_core::salt::DailySalt,
     failures: std::sync::Mutex<tally_core::limit::MinuteBudget>,
+    /// Hashes of keys that passed a check, and when (bounded).
+    valid: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
 }
+
+/// How long a key that passed a check skips the failed-guess guard.
+pub const RECENTLY_VALID_MS: Millis = 10 * tally_core::MINUTE_MS;
+/// Most key hashes remembered per instance.
+const VALID_KEYS: usize = 10_000;
 
 impl Default for AuthGuard {
     fn default() -> Self {
@@ -56,6 +63,30 @@ impl AuthGuard {
         Self {
             salt: tally_core::salt::daily_salt(&secret, time::Date::MIN),
             failures: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
+            valid: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Whether the key with this hash passed a check in the last
+    /// [`RECENTLY_VALID_MS`].
+    pub fn recently_valid(&self, key_hash: &str, now: Millis) -> bool {
+        self.valid
+            .lock()
+            .ok()
+            .and_then(|v| v.get(key_hash).copied())
+            .is_some_and(|at| now - at < RECENTLY_VALID_MS)
+    }
+
+    /// Records that the key with this hash passed a check.
+    pub fn valid(&self, key_hash: &str, now: Millis) {
+        if let Ok(mut v) = self.valid.lock() {
+            if v.len() >= VALID_KEYS {
+                v.retain(|_, at| now - *at < RECENTLY_VALID_MS);
+                if v.len() >= VALID_KEYS {
+                    v.clear();
+                }
+            }
+            v.insert(key_hash.to_owned(), now);
         }
     }
 

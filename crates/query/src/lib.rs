@@ -173,9 +173,22 @@ pub(crate) async fn authenticate<S: QueryStore>(
     now: i64,
 ) -> Result<Arc<Site>, ApiError> {
     let ip = tally_lambda::request::client_ip(request, false);
-    if !config
-        .guard
-        .allows(&ip, config.auth_failures_per_minute, now)
+    // A key this instance saw valid recently passes the guard: one guesser
+    // behind an office's address does not lock its colleagues out. (The key
+    // is still checked below, so a revocation takes effect at once.)
+    let presented = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|h| auth::bearer(Some(h)).ok())
+        .map(auth::hash_key);
+    let known = presented
+        .as_deref()
+        .is_some_and(|h| config.guard.recently_valid(h, now));
+    if !known
+        && !config
+            .guard
+            .allows(&ip, config.auth_failures_per_minute, now)
     {
         return Err(ApiError {
             status: 429,
@@ -187,6 +200,12 @@ pub(crate) async fn authenticate<S: QueryStore>(
         Err(e) if e.status == 401 || e.status == 403 => {
             config.guard.failed(&ip, now);
             Err(e)
+        }
+        Ok(site) => {
+            if let Some(h) = &presented {
+                config.guard.valid(h, now);
+            }
+            Ok(site)
         }
         other => other,
     }
