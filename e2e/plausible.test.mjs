@@ -17,7 +17,7 @@ import { TALLY_BIN, TIMEOUT, check, eventually, launchChromium, log, repo, run, 
 
 const TRACKER = readFileSync(path.join(repo, 'e2e/node_modules/@plausible-analytics/tracker/plausible.js'), 'utf8');
 
-let browser, http;
+let browser, http, ready;
 
 /** The pages of one site: a tall home page with an outbound and a download
  *  link and a button that changes the route (pushState). */
@@ -47,7 +47,7 @@ const SITES = {
 };
 
 async function main() {
-  const ready = await startTally();
+  ready = await startTally();
   http = ready.http;
   log(`tally dev ready at ${http}`);
   const target = ['--dynamodb-endpoint', ready.dynamodb, '--table', ready.table];
@@ -172,4 +172,45 @@ async function main() {
   }
 }
 
-await runTest(main, async () => { if (browser) await browser.close(); });
+/** Tally's own tracker: hash routes are pages, and the opt-out flag
+ *  sends nothing. */
+async function tallyTracker(ready) {
+  const target = ['--dynamodb-endpoint', ready.dynamodb, '--table', ready.table];
+  const { stdout } = await run(TALLY_BIN, ['site', 'create', '--domain', 'hash-demo.test', ...target]);
+  const key = /api key[^:]*: (tk_\S+)/.exec(stdout)[1];
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  ctx.setDefaultTimeout(TIMEOUT);
+  await ctx.route('http://hash-demo.test/**', route => route.fulfill({
+    contentType: 'text/html',
+    body: `<!doctype html><html><body><h1>app</h1><script defer data-site="hash-demo.test" data-hash="true" src="${http}/script.js"></script></body></html>`,
+  }));
+  const posts = [];
+  ctx.on('request', r => { if (r.method() === 'POST' && r.url().endsWith('/collect')) posts.push(r.url()); });
+  await check('Tally tracker with data-hash: #/a and #/b are two pages', async () => {
+    const p = await ctx.newPage();
+    await p.goto('http://hash-demo.test/app#/a');
+    await eventually(() => assert.ok(posts.length >= 1));
+    await p.evaluate(() => { location.hash = '#/b'; });
+    await eventually(() => assert.ok(posts.length >= 2));
+    await p.close();
+    await eventually(async () => {
+      const res = await fetch(`${http}/api/sites/hash-demo.test/breakdown/page?period=today`, { headers: { Authorization: `Bearer ${key}` } });
+      const body = await res.json();
+      assert.deepEqual(body.results.map(r => r.value).sort(), ['/app#/a', '/app#/b']);
+    });
+  });
+  await check('Tally tracker: localStorage.tally_ignore = "true" sends nothing', async () => {
+    const before = posts.length;
+    const p = await ctx.newPage();
+    await p.addInitScript(() => { localStorage.setItem('tally_ignore', 'true'); });
+    await p.goto('http://hash-demo.test/app#/c');
+    await sleep(1500);
+    await p.evaluate(() => { location.hash = '#/d'; window.tally && window.tally.track('Clicked'); });
+    await sleep(1000);
+    await p.close();
+    assert.equal(posts.length, before, 'no request to /collect');
+  });
+  await ctx.close();
+}
+
+await runTest(async () => { await main(); await tallyTracker(ready); }, async () => { if (browser) await browser.close(); });

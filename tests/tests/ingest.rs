@@ -241,6 +241,73 @@ async fn a_repeated_id_without_a_client_time_is_stored_once_within_its_hour() {
 }
 
 #[tokio::test]
+async fn excluded_networks_and_paths_store_nothing_and_cost_no_request() {
+    let rig = Rig::new().await;
+    let mut site = Site::new("private", &["private.example".into()], "UTC", 0).unwrap();
+    site.exclude_networks = vec!["203.0.113.0/24".into(), "2001:db8:5::/48".into()];
+    site.exclude_paths = vec!["/admin/*".into()];
+    rig.h.store.create_site(&site).await.unwrap();
+    let body = |path: &str| format!(r#"{{"s":"private","u":"https://private.example{path}"}}"#);
+    // Warm the instance's site cache with an accepted event.
+    assert_eq!(
+        rig.post(&body("/"), "198.51.100.1", CHROME_MAC).await.1["status"],
+        "accepted"
+    );
+    rig.h.counter.reset();
+    for (path, ip) in [
+        ("/", "203.0.113.9"),
+        ("/pricing", "2001:db8:5:1::7"),
+        ("/admin/users", "198.51.100.2"),
+    ] {
+        let (status, json) = rig.post(&body(path), ip, CHROME_MAC).await;
+        assert_eq!(
+            (status, json["status"].as_str(), json["reason"].as_str()),
+            (202, Some("dropped"), Some("excluded")),
+            "{path} from {ip}"
+        );
+    }
+    assert_eq!(
+        rig.h.counter.total(),
+        0,
+        "{:?}",
+        rig.h.counter.by_operation()
+    );
+    assert_eq!(rig.h.event_items().await.len(), 1);
+}
+
+#[tokio::test]
+async fn hash_routes_count_each_route_as_a_page() {
+    let rig = Rig::new().await;
+    for (n, route) in ["#/a", "#/b", "#/a"].iter().enumerate() {
+        let body =
+            format!(r#"{{"s":"blog","u":"https://example.com/app{route}","h":1,"eid":"hash{n}"}}"#);
+        assert_eq!(
+            rig.post(&body, "198.51.100.3", CHROME_MAC).await.1["status"],
+            "accepted"
+        );
+    }
+    let mut paths: Vec<String> = rig
+        .h
+        .event_items()
+        .await
+        .iter()
+        .map(|i| string(i, "p").unwrap().to_owned())
+        .collect();
+    paths.sort();
+    assert_eq!(paths, vec!["/app#/a", "/app#/a", "/app#/b"]);
+    // Without `h`, the fragment is not part of the page.
+    let body = r#"{"s":"blog","u":"https://example.com/app#/c","eid":"hashless"}"#;
+    rig.post(body, "198.51.100.3", CHROME_MAC).await;
+    assert!(
+        rig.h
+            .event_items()
+            .await
+            .iter()
+            .any(|i| string(i, "p") == Some("/app"))
+    );
+}
+
+#[tokio::test]
 async fn bots_are_answered_2xx_and_stored_zero_times() {
     let rig = Rig::new().await;
     let bots = [

@@ -31,6 +31,12 @@ pub enum SiteCommand {
         /// report rollups cannot answer) are kept; 0 keeps them forever.
         #[arg(long, default_value_t = tally_core::site::DEFAULT_HISTORY_DAYS)]
         history_days: u32,
+        /// A client network whose events are not stored (CIDR, repeat).
+        #[arg(long = "exclude-network")]
+        exclude_networks: Vec<String>,
+        /// A page path whose events are not stored (`*` wildcards, repeat).
+        #[arg(long = "exclude-path")]
+        exclude_paths: Vec<String>,
         /// The public URL of the ingest function, for the snippet.
         #[arg(long, default_value = "https://YOUR-INGEST-URL")]
         ingest_url: String,
@@ -53,6 +59,15 @@ pub enum SiteCommand {
         /// Replace the domains (repeat for more).
         #[arg(long = "domain")]
         domains: Vec<String>,
+        /// Replace the excluded client networks (CIDR, repeat).
+        #[arg(long = "exclude-network")]
+        exclude_networks: Vec<String>,
+        /// Replace the excluded page paths (`*` wildcards, repeat).
+        #[arg(long = "exclude-path")]
+        exclude_paths: Vec<String>,
+        /// Remove every exclusion.
+        #[arg(long, conflicts_with_all = ["exclude_networks", "exclude_paths"])]
+        clear_exclusions: bool,
     },
     /// List sites.
     List,
@@ -267,7 +282,7 @@ fn history_label(days: u32) -> String {
 }
 
 fn retention_line(site: &Site) -> String {
-    format!(
+    let mut line = format!(
         "raw events kept: {} days; segments kept: {}",
         site.retention_days,
         if site.history_days == 0 {
@@ -275,7 +290,29 @@ fn retention_line(site: &Site) -> String {
         } else {
             format!("{} days", site.history_days)
         }
-    )
+    );
+    if !site.exclude_networks.is_empty() || !site.exclude_paths.is_empty() {
+        line.push_str(&format!(
+            "\nexcluded: networks [{}], paths [{}]",
+            site.exclude_networks.join(", "),
+            site.exclude_paths.join(", ")
+        ));
+    }
+    line
+}
+
+/// Networks as given, in canonical CIDR form (an invalid one is an error).
+fn networks(given: &[String]) -> anyhow::Result<Vec<String>> {
+    given
+        .iter()
+        .map(|n| {
+            tally_core::site::Cidr::parse(n)
+                .map(|c| c.to_text())
+                .ok_or_else(|| {
+                    anyhow::anyhow!(tally_core::site::SiteError::InvalidNetwork(n.clone()))
+                })
+        })
+        .collect()
 }
 
 /// Runs a `tally site` command.
@@ -289,12 +326,16 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             id,
             retention_days,
             history_days,
+            exclude_networks,
+            exclude_paths,
             ingest_url,
         } => {
             let id = id.unwrap_or_else(|| site_id_from_domain(&domains[0]));
             let mut site = Site::new(&id, &domains, &timezone, now_ms())?;
             site.retention_days = retention_days;
             site.history_days = history_days;
+            site.exclude_networks = networks(&exclude_networks)?;
+            site.exclude_paths = exclude_paths;
             site.validate()?;
             store.create_site(&site).await?;
             let key = create_key(&store, &id, "created with the site").await?;
@@ -311,6 +352,9 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             history_days,
             timezone,
             domains,
+            exclude_networks,
+            exclude_paths,
+            clear_exclusions,
         } => {
             let mut site = store
                 .site(&id)
@@ -330,6 +374,16 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
                     .iter()
                     .map(|d| tally_core::site::normalize_domain(d))
                     .collect::<Result<_, _>>()?;
+            }
+            if clear_exclusions {
+                site.exclude_networks.clear();
+                site.exclude_paths.clear();
+            }
+            if !exclude_networks.is_empty() {
+                site.exclude_networks = networks(&exclude_networks)?;
+            }
+            if !exclude_paths.is_empty() {
+                site.exclude_paths = exclude_paths;
             }
             site.validate()?;
             store.put_site(&site).await?;

@@ -141,6 +141,8 @@ pub enum Drop {
     /// An event type Tally accepts but does not record (web vitals, errors,
     /// internal or mailto clicks).
     Ignored,
+    /// The site excludes the client's network or the page's path.
+    Excluded,
 }
 
 impl Drop {
@@ -150,6 +152,7 @@ impl Drop {
             Self::Bot(kind) => kind.as_str(),
             Self::SpamReferrer => "spam_referrer",
             Self::Ignored => "ignored_event_type",
+            Self::Excluded => "excluded",
         }
     }
 }
@@ -237,6 +240,7 @@ struct Wire {
     tz: Option<String>,
     eid: Option<String>,
     ts: Option<f64>,
+    h: Option<Value>,
 }
 
 /// Parses and validates one request body.
@@ -336,7 +340,8 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         client_ts,
         interactive: true,
         revenue: None,
-        hash_route: false,
+        hash_route: matches!(w.h, Some(Value::Bool(true)))
+            || w.h.as_ref().and_then(Value::as_i64) == Some(1),
         page_props: BTreeMap::new(),
     }))
 }

@@ -39,6 +39,68 @@ pub struct Site {
     /// When the site was created.
     #[serde(default)]
     pub created_at: Millis,
+    /// Client networks whose events are not stored (CIDR, e.g. the site
+    /// owner's office), checked before anything is hashed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_networks: Vec<String>,
+    /// Page paths whose events are not stored (`*` wildcards).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_paths: Vec<String>,
+}
+
+/// A client network: an address and a prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    net: std::net::IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// Parses `10.0.0.0/8`, `2001:db8::/32`, or one address.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (addr, prefix) = match text.trim().split_once('/') {
+            Some((a, p)) => (a, Some(p.parse::<u8>().ok()?)),
+            None => (text.trim(), None),
+        };
+        let net: std::net::IpAddr = addr.parse().ok()?;
+        let max = if net.is_ipv4() { 32 } else { 128 };
+        let prefix = prefix.unwrap_or(max);
+        (prefix <= max).then_some(Self { net, prefix })
+    }
+
+    /// Whether an address is inside.
+    pub fn contains(&self, ip: &str) -> bool {
+        use std::net::IpAddr;
+        let Ok(ip) = ip.trim().parse::<IpAddr>() else {
+            return false;
+        };
+        // An IPv4 address reached over IPv6 (::ffff:a.b.c.d) is the same client.
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let bits = |a: IpAddr| -> u128 {
+            match a {
+                IpAddr::V4(v) => u128::from(u32::from(v)) << 96,
+                IpAddr::V6(v) => u128::from(v),
+            }
+        };
+        if ip.is_ipv4() != self.net.is_ipv4() {
+            return false;
+        }
+        // Both families sit in the top bits: the prefix masks from the top.
+        let mask = if self.prefix == 0 {
+            0
+        } else {
+            u128::MAX << (128 - u32::from(self.prefix))
+        };
+        bits(ip) & mask == bits(self.net) & mask
+    }
+
+    /// The canonical text.
+    pub fn to_text(&self) -> String {
+        format!("{}/{}", self.net, self.prefix)
+    }
 }
 
 fn default_retention() -> u32 {
@@ -74,6 +136,12 @@ pub enum SiteError {
     /// History out of range.
     #[error("history must be 0 (forever) or between 1 and {MAX_HISTORY_DAYS} days")]
     InvalidHistory,
+    /// Not an address or network in CIDR form.
+    #[error("invalid network {0:?}: expected CIDR such as 203.0.113.0/24 or 2001:db8::/32")]
+    InvalidNetwork(String),
+    /// An excluded path pattern that does not start with `/`.
+    #[error("invalid path pattern {0:?}: expected a path such as /admin/*")]
+    InvalidPath(String),
 }
 
 impl Site {
@@ -95,6 +163,8 @@ impl Site {
             history_days: DEFAULT_HISTORY_DAYS,
             shards: 1,
             created_at,
+            exclude_networks: Vec::new(),
+            exclude_paths: Vec::new(),
         };
         site.validate()?;
         Ok(site)
@@ -121,12 +191,37 @@ impl Site {
         if self.history_days > MAX_HISTORY_DAYS {
             return Err(SiteError::InvalidHistory);
         }
+        for n in &self.exclude_networks {
+            if Cidr::parse(n).is_none() {
+                return Err(SiteError::InvalidNetwork(n.clone()));
+            }
+        }
+        for p in &self.exclude_paths {
+            if !p.starts_with('/') || p.len() > 300 {
+                return Err(SiteError::InvalidPath(p.clone()));
+            }
+        }
         Ok(())
     }
 
     /// The site's zone (falls back to UTC for a corrupt stored zone).
     pub fn zone(&self) -> Zone {
         Zone::parse(&self.time_zone).unwrap_or_else(|_| Zone::utc())
+    }
+
+    /// Whether events from this client address are excluded.
+    pub fn excludes_address(&self, ip: &str) -> bool {
+        self.exclude_networks
+            .iter()
+            .filter_map(|n| Cidr::parse(n))
+            .any(|c| c.contains(ip))
+    }
+
+    /// Whether events of this page path are excluded.
+    pub fn excludes_path(&self, path: &str) -> bool {
+        self.exclude_paths
+            .iter()
+            .any(|p| crate::goal::wildcard_match(p, path))
     }
 
     /// Whether a page on `host` may send events for this site.
@@ -232,6 +327,45 @@ mod tests {
         ] {
             assert!(normalize_domain(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn networks_contain_their_addresses() {
+        let cases = [
+            ("203.0.113.0/24", "203.0.113.77", true),
+            ("203.0.113.0/24", "203.0.114.1", false),
+            ("10.0.0.0/8", "10.255.1.2", true),
+            ("198.51.100.7", "198.51.100.7", true),
+            ("198.51.100.7", "198.51.100.8", false),
+            ("0.0.0.0/0", "192.0.2.1", true),
+            ("2001:db8::/32", "2001:db8:1::5", true),
+            ("2001:db8::/32", "2001:db9::5", false),
+            ("2001:db8::/32", "203.0.113.1", false),
+            ("203.0.113.0/24", "::ffff:203.0.113.9", true),
+            ("203.0.113.0/24", "not an ip", false),
+        ];
+        for (net, ip, want) in cases {
+            assert_eq!(Cidr::parse(net).unwrap().contains(ip), want, "{net} {ip}");
+        }
+        for bad in ["", "10.0.0.0/33", "2001:db8::/129", "10.0.0/8", "office"] {
+            assert!(Cidr::parse(bad).is_none(), "{bad}");
+        }
+        assert_eq!(Cidr::parse("10.0.0.0/8").unwrap().to_text(), "10.0.0.0/8");
+    }
+
+    #[test]
+    fn exclusions_match_networks_and_paths() {
+        let mut site = Site::new("blog", &["example.com".into()], "UTC", 0).unwrap();
+        site.exclude_networks = vec!["203.0.113.0/24".into()];
+        site.exclude_paths = vec!["/admin/*".into(), "/preview".into()];
+        assert_eq!(site.validate(), Ok(()));
+        assert!(site.excludes_address("203.0.113.5"));
+        assert!(!site.excludes_address("198.51.100.5"));
+        assert!(site.excludes_path("/admin/users"));
+        assert!(site.excludes_path("/preview"));
+        assert!(!site.excludes_path("/previews"));
+        site.exclude_networks.push("office".into());
+        assert!(matches!(site.validate(), Err(SiteError::InvalidNetwork(_))));
     }
 
     #[test]

@@ -11,13 +11,18 @@
  *   data-api        ingest origin (default: the origin of the script's src)
  *   data-honor-dnt  "true": send nothing when navigator.doNotTrack === "1" or
  *                   navigator.globalPrivacyControl === true
+ *   data-hash       "true": hash-based routing; `#/route` is part of the page
+ *                   (page views on hashchange, `h: 1` sent so the server keeps
+ *                   the fragment in the path)
+ * Opt-out: localStorage.tally_ignore = "true" in a browser sends nothing from
+ * it (for a site's own staff).
  *
  * Wire format: each event is one POST of JSON.stringify(payload) to
  * `${api}/collect`, via navigator.sendBeacon with a text/plain Blob (a "simple"
  * request, so no CORS preflight), falling back to XMLHttpRequest with
  * Content-Type: text/plain when sendBeacon is missing, throws or returns false.
  *
- *   { s, sid, e, p, u, r, t, sw, sh, tz, eid, ts }
+ *   { s, sid, e, p, u, r, t, sw, sh, tz, eid, ts, h? }
  *   s    site id (string)
  *   sid  session id: 12 chars [0-9a-z]; kept in sessionStorage "_tally_s" as
  *        "<sid>.<lastActivityMs>", renewed after 30 min without a send
@@ -82,7 +87,7 @@
     return x.slice(0, 12);
   }
 
-  var site, api, tz = '', sid = '', path, href, ref = d.referrer;
+  var site, api, tz = '', sid = '', path, href, ref = d.referrer, hashRouting = false;
 
   // ---- public API: always defined (no-ops when disabled) so page code that
   // calls tally.track never breaks.
@@ -125,8 +130,11 @@
     api = (A('api') || s.src.split('/').slice(0, 3).join('/')).replace(/\/+$/, '');
     on = site && L.protocol != 'file:' &&
       !(A('honor-dnt') == 'true' && (n.doNotTrack == '1' || n.globalPrivacyControl === true));
+    hashRouting = A('hash') == 'true';
   } catch (e) { /* no usable <script> tag: stay off */ }
   if (!on) return;
+  // The site owner's opt-out for their own browser.
+  try { if (localStorage.tally_ignore == 'true') return; } catch (e) { /* no storage */ }
 
   try { tz = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (e) { /* "" */ }
 
@@ -149,7 +157,8 @@
         s: site, sid: session(now), e: e, p: p || {},
         u: u || L.href, r: ref, t: d.title,
         sw: screen.width, sh: screen.height, tz: tz,
-        eid: rnd() + now.toString(36), ts: now
+        eid: rnd() + now.toString(36), ts: now,
+        h: hashRouting ? 1 : undefined  // dropped by JSON.stringify when off
       });
       try { ok = n.sendBeacon(url, new Blob([body], { type: 'text/plain' })); } catch (e2) { /* XHR */ }
       if (!ok) {
@@ -186,7 +195,7 @@
   // ---- page views. nav(force): a page view when path+search changed (SPA)
   // or when forced (manual tally.pageview()).
   function nav(force) {
-    var p = L.pathname + L.search;
+    var p = L.pathname + L.search + (hashRouting ? L.hash : '');
     if (!ready || (p == path && !force)) return;
     flush();                        // previous page's engagement first
     ref = href;                     // SPA referrer = previous page view
@@ -194,7 +203,7 @@
   }
 
   function view() {
-    path = L.pathname + L.search;
+    path = L.pathname + L.search + (hashRouting ? L.hash : '');
     href = L.href;
     act = max = sent = 0;
     scroll();
@@ -219,6 +228,7 @@
     wrap('pushState');
     wrap('replaceState');
     on_(w, 'popstate', function () { nav(); });
+    if (hashRouting) on_(w, 'hashchange', function () { nav(); });
 
     on_(d, 'visibilitychange', function () {
       if (d.hidden) { flush(); t0 = 0; } else t0 = t0 || Date.now(); // keep a running interval

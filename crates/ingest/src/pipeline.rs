@@ -7,7 +7,8 @@
 //!    `events_api`: Plausible's) turns the body into hits;
 //! 3. [`screen`]: a bot is dropped before anything is read;
 //! 4. [`site_check`]: the site exists (cached), the page and the `Origin`
-//!    belong to it, the referrer is not spam;
+//!    belong to it, the referrer is not spam, the client's network and the
+//!    page's path are not excluded (checked before anything is hashed);
 //! 5. [`time`]: the event time (the client's clock when close to ours);
 //! 6. [`salt`]: the day's shared salt (cached);
 //! 7. [`budget`]: the client network's and the site's minute budgets;
@@ -115,6 +116,7 @@ async fn steps<S: IngestStore>(
     let client = facts.client();
     screen(&client)?;
     let site = site_check(store, hit, &client).await?;
+    excluded(&site, hit, &facts.ip)?;
     let at = time(hit, facts.now);
     let salt = salt(store, &site, at).await;
     budget(config, &site, &salt, &facts.ip, facts.now)?;
@@ -157,6 +159,26 @@ pub async fn site_check<S: IngestStore>(
         Err(rejection) => Err(Verdict::Rejected(rejection)),
         Ok(Err(drop)) => Err(Verdict::Dropped(drop)),
         Ok(Ok(())) => Ok(site),
+    }
+}
+
+/// Step 4, last: the site's exclusions. The address is compared as it
+/// arrived, before any hash is made of it, and never kept.
+pub fn excluded(site: &Site, hit: &Hit, ip: &str) -> Result<(), Verdict> {
+    let path = || {
+        let mut path = event::page_path(&hit.url);
+        if hit.hash_route
+            && let Some(f) = hit.url.fragment().filter(|f| !f.is_empty())
+        {
+            path = format!("{path}#{f}");
+        }
+        path
+    };
+    if site.excludes_address(ip) || (!site.exclude_paths.is_empty() && site.excludes_path(&path()))
+    {
+        Err(Verdict::Dropped(payload::Drop::Excluded))
+    } else {
+        Ok(())
     }
 }
 
