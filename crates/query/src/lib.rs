@@ -101,28 +101,43 @@ async fn route<S: QueryStore, C: Clock>(
             200,
             &json!({"status": "ok", "service": "query"}),
         )),
-        ("POST", ["api", "v2", "query"]) => Ok(plausible::v2(store, clock, config, request).await),
+        ("POST", ["api", "v2", "query"]) => {
+            Ok(Box::pin(plausible::v2(store, clock, config, request)).await)
+        }
         ("GET", ["api", "v1", "stats", rest @ ..]) => {
-            Ok(plausible::v1(store, clock, config, request, rest).await)
+            Ok(Box::pin(plausible::v1(store, clock, config, request, rest)).await)
         }
         ("GET", ["api", "sites", site, rest @ ..]) => {
             let now = clock.now();
             let site = authenticate(store, config, request, site, now).await?;
             let q = params::query_map(request.uri().query());
             match rest {
-                ["stats"] => stats_endpoint(store, &context(&site, &q, now, config, &[])?).await,
+                // Each endpoint's future is boxed: the handler's own future
+                // stays small (debug builds keep every state inline, and a
+                // Lambda's worker stack is 2 MB).
+                ["stats"] => {
+                    Box::pin(stats_endpoint(
+                        store,
+                        &context(&site, &q, now, config, &[])?,
+                    ))
+                    .await
+                }
                 ["timeseries"] => {
-                    timeseries_endpoint(store, &context(&site, &q, now, config, &[])?).await
+                    Box::pin(timeseries_endpoint(
+                        store,
+                        &context(&site, &q, now, config, &[])?,
+                    ))
+                    .await
                 }
                 ["breakdown", dimension] => {
                     let ctx = context(&site, &q, now, config, &[])?;
-                    breakdown_endpoint(store, &ctx, dimension).await
+                    Box::pin(breakdown_endpoint(store, &ctx, dimension)).await
                 }
                 ["dashboard"] => {
                     let ctx = context(&site, &q, now, config, &["dimensions"])?;
-                    dashboard_endpoint(store, &ctx, &q).await
+                    Box::pin(dashboard_endpoint(store, &ctx, &q)).await
                 }
-                ["realtime"] => realtime_endpoint(store, &site, now).await,
+                ["realtime"] => Box::pin(realtime_endpoint(store, &site, now)).await,
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
                     "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard or realtime",
@@ -356,7 +371,7 @@ async fn totals<S: QueryStore>(
             None => Ok(None),
         }
     };
-    let (current, previous) = tokio::join!(read::read(store, main), previous);
+    let (current, previous) = tokio::join!(Box::pin(read::read(store, main)), Box::pin(previous));
     Ok((current?, previous?))
 }
 

@@ -86,7 +86,7 @@ async fn v2_answer<S: QueryStore, C: Clock>(
         first_day: first_day(&site, now),
     };
     let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-    let answer = run(store, config, &site, &query, now).await?;
+    let answer = Box::pin(run(store, config, &site, &query, now)).await?;
     Ok(answer.into_json(&query))
 }
 
@@ -184,7 +184,7 @@ async fn run<S: QueryStore>(
         now,
         config,
     };
-    let read = read::read(store, &request).await?;
+    let read = Box::pin(read::read(store, &request)).await?;
     let buckets = buckets(&read, &request, q);
     // The base of conversion rates: the same buckets without goal filters.
     let conversion = q
@@ -202,7 +202,7 @@ async fn run<S: QueryStore>(
             filter: &unfiltered,
             ..request
         };
-        let read = read::read(store, &r).await?;
+        let read = Box::pin(read::read(store, &r)).await?;
         Some(buckets_of(&read, &r, q))
     } else {
         None
@@ -524,7 +524,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
     match rest {
         ["aggregate"] => {
             let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-            let answer = run(store, config, &site, &query, now).await?;
+            let answer = Box::pin(run(store, config, &site, &query, now)).await?;
             let mut results = Map::new();
             let values = answer.rows.first().map(|r| r.1.clone()).unwrap_or_default();
             // With compare=previous_period: the change from the range before.
@@ -539,7 +539,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
                         window: None,
                         ..query.clone()
                     };
-                    Some(run(store, config, &site, &prev, now).await?)
+                    Some(Box::pin(run(store, config, &site, &prev, now)).await?)
                 }
                 Some(other) => return Err(bad(format!("unknown comparison {other:?}"))),
                 None => None,
@@ -576,7 +576,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
             body["dimensions"] = json!([interval]);
             body["include"] = json!({"time_labels": true});
             let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-            let answer = run(store, config, &site, &query, now).await?;
+            let answer = Box::pin(run(store, config, &site, &query, now)).await?;
             let by_label: BTreeMap<String, Vec<Value>> = answer
                 .rows
                 .iter()
@@ -609,7 +609,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
             body["pagination"] =
                 json!({"limit": limit.clamp(1, 1000), "offset": (page - 1) * limit});
             let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-            let answer = run(store, config, &site, &query, now).await?;
+            let answer = Box::pin(run(store, config, &site, &query, now)).await?;
             let key = property.rsplit(':').next().unwrap_or(property).to_owned();
             let key = if property == "event:name" {
                 "name".to_owned()

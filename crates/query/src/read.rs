@@ -147,7 +147,7 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
         manifests: &manifests,
     });
     let rollup_days = plan.rollup_days();
-    let detail = store.read_detail(site, plan, r.now).await?;
+    let detail = Box::pin(store.read_detail(site, plan, r.now)).await?;
     let rollups = rolled
         .into_iter()
         .filter(|(d, _)| rollup_days.contains(d))
