@@ -203,3 +203,35 @@ pub async fn new_key(store: &Store, site: &str, seed: u8) -> String {
     put_key(store, site, &key).await;
     key
 }
+
+/// The query API as a dashboard calls it: one site, one key, a fixed now.
+pub struct Api {
+    /// The query function's store.
+    pub query: tally_query::store::DynamoQuery,
+    /// The site.
+    pub site: String,
+    /// A key of the site.
+    pub key: String,
+    /// The handler's clock.
+    pub now: i64,
+}
+
+impl Api {
+    /// `GET /api/sites/{site}/{path}`: the status and JSON body.
+    pub async fn call(&self, config: &tally_query::Config, path: &str) -> (u16, serde_json::Value) {
+        let request = http::Request::builder()
+            .uri(format!("/api/sites/{}/{path}", self.site))
+            .header("authorization", format!("Bearer {}", self.key))
+            .body(lambda_http::Body::Empty)
+            .unwrap();
+        let clock = tally_store::clock::ManualClock::at(self.now);
+        status_and_json(tally_query::handle_with(&self.query, &clock, config, request).await)
+    }
+
+    /// [`Api::call`] that must answer 200: the JSON body.
+    pub async fn get(&self, config: &tally_query::Config, path: &str) -> serde_json::Value {
+        let (status, body) = self.call(config, path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    }
+}

@@ -11,11 +11,11 @@ use tally_core::site::Site;
 use tally_core::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
+use tally_query::Config;
 use tally_query::store::DynamoQuery;
-use tally_query::{Config, handle_with};
 use tally_store::clock::ManualClock;
 use tally_store::salt::{SharedSalt, random_secret};
-use tally_tests::{Harness, post_request};
+use tally_tests::{Api, Harness, post_request};
 use time::macros::date;
 
 const UA: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
@@ -152,23 +152,17 @@ async fn property_breakdowns_and_filters_equal_what_was_sent() {
             at += 20_000;
         }
     }
-    let query = DynamoQuery::new(h.store.clone());
     let now = start + 6 * DAY_MS + 12 * HOUR_MS;
+    let api = Api {
+        query: DynamoQuery::new(h.store.clone()),
+        site: "props.example".into(),
+        key,
+        now,
+    };
     let get = |config: Config, path: &str| {
-        let query = &query;
-        let key = &key;
-        let path = format!("/api/sites/props.example/{path}");
-        async move {
-            let request = http::Request::builder()
-                .uri(path.clone())
-                .header("authorization", format!("Bearer {key}"))
-                .body(lambda_http::Body::Empty)
-                .unwrap();
-            let response = handle_with(query, &ManualClock::at(now), &config, request).await;
-            assert_eq!(response.status(), 200, "{path}");
-            let body: &[u8] = response.body();
-            serde_json::from_slice::<Value>(body).unwrap()
-        }
+        let api = &api;
+        let path = path.to_owned();
+        async move { api.get(&config, &path).await }
     };
     let raw = || Config {
         use_rollups: false,

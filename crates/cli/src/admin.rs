@@ -2,7 +2,7 @@
 
 use crate::Target;
 use anyhow::{Context, bail};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use std::io::Write;
 use tally_core::auth::{self, SHOWN_PREFIX_LEN};
 use tally_core::site::Site;
@@ -101,6 +101,24 @@ pub enum KeyCommand {
     },
 }
 
+/// `--site`: the site a command is about.
+#[derive(Args, Debug)]
+pub struct SiteArg {
+    /// The site id.
+    #[arg(long)]
+    pub site: String,
+}
+
+/// `--site` and the id of one of its goals or funnels.
+#[derive(Args, Debug)]
+pub struct NamedArg {
+    /// The site id.
+    #[arg(long)]
+    pub site: String,
+    /// The id as listed.
+    pub id: String,
+}
+
 /// `tally goal …`
 #[derive(Subcommand, Debug)]
 pub enum GoalCommand {
@@ -124,23 +142,14 @@ pub enum GoalCommand {
         matching: Option<String>,
     },
     /// List a site's goals.
-    List {
-        /// The site id.
-        #[arg(long)]
-        site: String,
-    },
-    /// Remove a goal by id.
-    Remove {
-        /// The site id.
-        #[arg(long)]
-        site: String,
-        /// The goal id as listed.
-        id: String,
-    },
+    List(SiteArg),
+    /// Remove a goal by id (as listed).
+    Remove(NamedArg),
 }
 
-/// A goal id from a name: lower-case letters, digits and dashes.
-pub fn goal_id(name: &str) -> String {
+/// A goal or funnel id from a name: lower-case letters, digits and dashes
+/// (`fallback` when the name has none).
+pub fn id_from_name(name: &str, fallback: &str) -> String {
     let mut id = String::new();
     for c in name.chars() {
         if c.is_ascii_alphanumeric() {
@@ -150,7 +159,11 @@ pub fn goal_id(name: &str) -> String {
         }
     }
     let id = id.trim_matches('-').to_owned();
-    if id.is_empty() { "goal".to_owned() } else { id }
+    if id.is_empty() {
+        fallback.to_owned()
+    } else {
+        id
+    }
 }
 
 /// Runs a `tally goal` command.
@@ -192,7 +205,7 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
             if existing.len() >= MAX_GOALS {
                 bail!("a site may have at most {MAX_GOALS} goals");
             }
-            let id = goal_id(&name);
+            let id = id_from_name(&name, "goal");
             if existing.iter().any(|g| g.id == id || g.name == name) {
                 bail!("a goal named {name:?} already exists");
             }
@@ -200,7 +213,7 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
             store.put_goal(&site, &goal).await?;
             writeln!(out, "goal added: {id}\t{name}")?;
         }
-        GoalCommand::List { site } => {
+        GoalCommand::List(SiteArg { site }) => {
             for g in store.goals(&site).await? {
                 let rule = match &g.rule {
                     GoalRule::Event { name } => format!("event {name}"),
@@ -211,12 +224,111 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
                 writeln!(out, "{}\t{}\t{}", g.id, g.name, rule)?;
             }
         }
-        GoalCommand::Remove { site, id } => {
+        GoalCommand::Remove(NamedArg { site, id }) => {
             if !store.goals(&site).await?.iter().any(|g| g.id == id) {
                 bail!("no goal {id:?} on site {site:?}");
             }
             store.delete_goal(&site, &id).await?;
             writeln!(out, "goal removed: {id}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `tally funnel …`
+#[derive(Subcommand, Debug)]
+pub enum FunnelCommand {
+    /// Add a funnel of 2-8 steps, in order.
+    Add {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// The funnel's display name.
+        #[arg(long)]
+        name: String,
+        /// A step, repeated in order: a page pattern (`/pricing`,
+        /// `/blog/*`) or `event:Name`, optionally with a property
+        /// condition after a space (`'event:Signup plan=pro'`).
+        #[arg(long = "step", required = true)]
+        steps: Vec<String>,
+        /// Count only consecutive page views (reports may still ask for
+        /// `mode=ordered`).
+        #[arg(long)]
+        strict: bool,
+    },
+    /// List a site's funnels.
+    List(SiteArg),
+    /// Remove a funnel by id (as listed).
+    Remove(NamedArg),
+}
+
+/// Runs a `tally funnel` command.
+pub async fn funnel(command: FunnelCommand, target: &Target) -> anyhow::Result<()> {
+    use tally_core::funnel::{Funnel, MAX_FUNNELS, Mode, Step};
+    // Check the definition before connecting: a bad one changes nothing.
+    if let FunnelCommand::Add {
+        name,
+        steps,
+        strict,
+        ..
+    } = &command
+    {
+        let steps = steps
+            .iter()
+            .map(|s| Step::parse(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mode = if *strict { Mode::Strict } else { Mode::Ordered };
+        Funnel::new(&id_from_name(name, "funnel"), name, steps, mode, 0)?;
+    }
+    let store = connect(target).await;
+    let mut out = std::io::stdout().lock();
+    match command {
+        FunnelCommand::Add {
+            site,
+            name,
+            steps,
+            strict,
+        } => {
+            store
+                .site(&site)
+                .await?
+                .with_context(|| format!("no site {site:?}"))?;
+            let steps = steps
+                .iter()
+                .map(|s| Step::parse(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mode = if strict { Mode::Strict } else { Mode::Ordered };
+            let existing = store.funnels(&site).await?;
+            if existing.len() >= MAX_FUNNELS {
+                bail!("a site may have at most {MAX_FUNNELS} funnels");
+            }
+            let id = id_from_name(&name, "funnel");
+            if existing.iter().any(|f| f.id == id || f.name == name.trim()) {
+                bail!("a funnel named {name:?} already exists");
+            }
+            let funnel = Funnel::new(&id, &name, steps, mode, now_ms())?;
+            store.put_funnel(&site, &funnel).await?;
+            writeln!(out, "funnel added: {id}\t{}", funnel.name)?;
+        }
+        FunnelCommand::List(SiteArg { site }) => {
+            for f in store.funnels(&site).await? {
+                let steps: Vec<String> = f.steps.iter().map(Step::label).collect();
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}",
+                    f.id,
+                    f.name,
+                    f.mode.as_str(),
+                    steps.join(" -> ")
+                )?;
+            }
+        }
+        FunnelCommand::Remove(NamedArg { site, id }) => {
+            if !store.funnels(&site).await?.iter().any(|f| f.id == id) {
+                bail!("no funnel {id:?} on site {site:?}");
+            }
+            store.delete_funnel(&site, &id).await?;
+            writeln!(out, "funnel removed: {id}")?;
         }
     }
     Ok(())

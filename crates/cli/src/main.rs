@@ -64,6 +64,13 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Manage funnels.
+    Funnel {
+        #[command(subcommand)]
+        command: admin::FunnelCommand,
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 #[tokio::main]
@@ -74,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Site { command, target } => admin::site(command, &target).await,
         Command::Key { command, target } => admin::key(command, &target).await,
         Command::Goal { command, target } => admin::goal(command, &target).await,
+        Command::Funnel { command, target } => admin::funnel(command, &target).await,
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,
     }
 }

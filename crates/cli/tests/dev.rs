@@ -263,3 +263,68 @@ async fn site_commands_set_both_retentions_and_the_job_runs_by_hand() {
     drop(dev);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn funnel_commands_refuse_bad_definitions_and_change_nothing() {
+    let dir = std::env::temp_dir().join(format!("tally-dev-funnel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dev = start(&dir);
+    let endpoint = dev.ready["dynamodb"].clone();
+    let (ok, out) = tally(
+        &endpoint,
+        &["site", "create", "--domain", "f.example", "--id", "f"],
+    );
+    assert!(ok, "{out}");
+    let add = |steps: &[String]| {
+        let mut args = vec!["funnel", "add", "--site", "f", "--name", "Signup flow"];
+        for s in steps {
+            args.push("--step");
+            args.push(s);
+        }
+        tally(&endpoint, &args)
+    };
+    let pages = |n: usize| (1..=n).map(|i| format!("/p{i}")).collect::<Vec<_>>();
+    let long = format!("/{}", "a".repeat(300));
+    for (steps, error) in [
+        (pages(1), "2 to 8 steps, not 1"),
+        (pages(9), "2 to 8 steps, not 9"),
+        (vec!["/".into(), long], "longer than 200"),
+        (vec!["/".into(), "pricing".into()], "must start with '/'"),
+        (
+            vec!["/".into(), "event:Signup plan".into()],
+            "not key=value",
+        ),
+    ] {
+        let (ok, out) = add(&steps);
+        assert!(!ok, "{steps:?}: {out}");
+        assert!(out.contains(error), "{steps:?}: {out}");
+    }
+    let (ok, out) = tally(&endpoint, &["funnel", "list", "--site", "f"]);
+    assert!(ok, "{out}");
+    assert_eq!(out.trim(), "", "nothing was stored");
+
+    let (ok, out) = add(&[
+        "/".into(),
+        "/pricing".into(),
+        "event:Signup plan=pro".into(),
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("funnel added: signup-flow"), "{out}");
+    let (ok, out) = tally(&endpoint, &["funnel", "list", "--site", "f"]);
+    assert!(ok, "{out}");
+    assert_eq!(
+        out.trim(),
+        "signup-flow\tSignup flow\tordered\tVisit / -> Visit /pricing -> Signup (plan=pro)"
+    );
+    let (ok, out) = add(&["/".into(), "/a".into()]);
+    assert!(!ok && out.contains("already exists"), "{out}");
+    let (ok, out) = tally(
+        &endpoint,
+        &["funnel", "remove", "--site", "f", "signup-flow"],
+    );
+    assert!(ok, "{out}");
+    let (_, out) = tally(&endpoint, &["funnel", "list", "--site", "f"]);
+    assert_eq!(out.trim(), "");
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,6 +13,7 @@ use crate::dimension::{Dimension, Level};
 use crate::event::{Event, Kind};
 use crate::filter::{Filter, NONE_VALUE, session_value};
 use crate::goal::Matcher;
+use crate::money::{Revenue, RevenueSum};
 use crate::session::Session;
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,9 @@ pub struct Metrics {
     /// Pages only: sum of each engaged page view's deepest scroll, percent.
     #[serde(rename = "ss", default, skip_serializing_if = "is_zero")]
     pub scroll_sum: u64,
+    /// Goals only: the revenue its conversions carried, per currency.
+    #[serde(rename = "r", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub revenue: BTreeMap<String, RevenueSum>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -82,6 +86,9 @@ impl Metrics {
         self.engaged_ms += o.engaged_ms;
         self.engaged_views += o.engaged_views;
         self.scroll_sum += o.scroll_sum;
+        for (currency, sum) in &o.revenue {
+            self.revenue.entry(currency.clone()).or_default().add(sum);
+        }
     }
 }
 
@@ -207,6 +214,7 @@ struct Visit {
     duration_ms: u64,
     ids_at: usize,
     values_at: usize,
+    revenue_at: usize,
 }
 
 /// Every visit's dimension values, as ids. Per visit and dimension, in
@@ -218,6 +226,8 @@ struct Encoded<'s> {
     visits: Vec<Visit>,
     ids: Vec<u32>,
     values: Vec<f64>,
+    /// Custom event and goal revenue, in the order of their values.
+    revenue: Vec<Option<&'s Revenue>>,
     dicts: Vec<Dict<'s>>,
     /// Each dimension's dictionary: `page`, `entry_page` and `exit_page`
     /// share one.
@@ -267,6 +277,7 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
         visits: Vec::with_capacity(sessions.len()),
         ids: Vec::with_capacity(sessions.len() * (slots + 2)),
         values: Vec::new(),
+        revenue: Vec::new(),
         dicts: (0..n_dicts).map(|_| Dict::default()).collect(),
         dict_of,
     };
@@ -300,6 +311,7 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
             duration_ms: s.duration_ms,
             ids_at: enc.ids.len(),
             values_at: enc.values.len(),
+            revenue_at: enc.revenue.len(),
         });
         let mut pages = PageMemo {
             first: None,
@@ -362,6 +374,7 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
                         if let Some(name) = e.name.as_deref() {
                             enc.ids.push(dict.id(name));
                             enc.values.push(e.value.unwrap_or(0.0));
+                            enc.revenue.push(e.revenue.as_ref());
                         }
                     }
                 }
@@ -370,6 +383,7 @@ fn encode<'x, 's: 'x, 'f: 'x, K>(
                         for e in s.events.iter().filter(|e| converts(spec, matcher, e)) {
                             enc.ids.push(dict.id(name));
                             enc.values.push(e.value.unwrap_or(0.0));
+                            enc.revenue.push(e.revenue.as_ref());
                         }
                     }
                 }
@@ -499,7 +513,7 @@ fn add_visit(
 ) {
     let v = &enc.visits[i];
     let (visit, ids) = (i + 1, &enc.ids);
-    let (mut at, mut value_at) = (v.ids_at, v.values_at);
+    let (mut at, mut value_at, mut revenue_at) = (v.ids_at, v.values_at, v.revenue_at);
     for (j, (level, cells)) in levels.iter().zip(dims.iter_mut()).enumerate() {
         let d = spec.dims.get(j).unwrap_or(&Dimension::Prop);
         if *level == Level::Session {
@@ -547,6 +561,13 @@ fn add_visit(
                 m.events += 1;
                 m.value += enc.values[value_at];
                 value_at += 1;
+                if let Some(r) = enc.revenue[revenue_at] {
+                    m.revenue
+                        .entry(r.currency.clone())
+                        .or_default()
+                        .record(r.value());
+                }
+                revenue_at += 1;
             }
         }
     }

@@ -125,63 +125,7 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-/// An amount of money: an exact decimal and its ISO 4217 currency.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Revenue {
-    /// The amount as a plain decimal (`19.99`, `-5`, `0.5`), never a float.
-    #[serde(rename = "a")]
-    pub amount: String,
-    /// The ISO 4217 currency code (`EUR`).
-    #[serde(rename = "c")]
-    pub currency: String,
-}
-
-impl Revenue {
-    /// A revenue from an amount's text (a JSON number's digits or a string)
-    /// and a currency; `None` when either is not well formed.
-    pub fn parse(amount: &str, currency: &str) -> Option<Self> {
-        let currency = currency.trim().to_ascii_uppercase();
-        if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
-            return None;
-        }
-        Some(Self {
-            amount: decimal(amount.trim())?,
-            currency,
-        })
-    }
-}
-
-/// A plain decimal normalised: optional minus, digits, optional fraction
-/// (trailing zeros dropped), at most 18 integer and 6 fraction digits.
-/// Exponents, `NaN` and infinities are refused.
-fn decimal(text: &str) -> Option<String> {
-    let (neg, body) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
-        return None;
-    }
-    let int = int.trim_start_matches('0');
-    let frac = frac.trim_end_matches('0');
-    if int.len() > 18 || frac.len() > 6 {
-        return None;
-    }
-    let int = if int.is_empty() { "0" } else { int };
-    let zero = int == "0" && frac.is_empty();
-    let mut out = String::new();
-    if neg && !zero {
-        out.push('-');
-    }
-    out.push_str(int);
-    if !frac.is_empty() {
-        out.push('.');
-        out.push_str(frac);
-    }
-    Some(out)
-}
+pub use crate::money::Revenue;
 
 impl Event {
     /// The key this event is stored under.
@@ -488,33 +432,6 @@ mod tests {
         };
         assert_eq!(check_site(&ours, &s, &c), Err(Rejection::ForeignOrigin));
         assert_eq!(check_site(&ours, &s, &client()), Ok(Ok(())));
-    }
-
-    #[test]
-    fn revenue_amounts_are_exact_decimals_with_a_currency() {
-        let cases = [
-            ("19.99", "eur", Some(("19.99", "EUR"))),
-            ("49", "USD", Some(("49", "USD"))),
-            ("0049.500", "USD", Some(("49.5", "USD"))),
-            ("-5", "JPY", Some(("-5", "JPY"))),
-            ("-0.0", "JPY", Some(("0", "JPY"))),
-            (".5", "GBP", Some(("0.5", "GBP"))),
-            ("1e3", "USD", None),
-            ("NaN", "USD", None),
-            ("12", "EURO", None),
-            ("12", "E1R", None),
-            ("", "USD", None),
-            ("1.2345678", "USD", None),
-        ];
-        for (amount, currency, want) in cases {
-            let got = Revenue::parse(amount, currency);
-            assert_eq!(
-                got.as_ref()
-                    .map(|r| (r.amount.as_str(), r.currency.as_str())),
-                want,
-                "{amount} {currency}"
-            );
-        }
     }
 
     #[test]

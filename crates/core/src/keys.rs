@@ -5,6 +5,7 @@
 //! | site | `SITES` | `SITE#{site}` |
 //! | API key | `SITE#{site}` | `KEY#{sha256(key)}` |
 //! | goal | `SITE#{site}` | `GOAL#{id}` |
+//! | funnel | `SITE#{site}` | `FUNNEL#{id}` |
 //! | raw event | `SITE#{site}#H#{YYYY-MM-DDTHH}[#{shard}]` | `{mm:ss.mmm}#{eid}` |
 //! | day rollup | `SITE#{site}` | `ROLLUP#DAY#{YYYY-MM-DD}` |
 //! | day dimensions | `SITE#{site}` | `ROLLUP#DIMS#{YYYY-MM-DD}` |
@@ -32,6 +33,8 @@ pub const JOBS_PK: &str = "JOBS";
 pub const API_KEY_PREFIX: &str = "KEY#";
 /// Sort-key prefix of goals under a site.
 pub const GOAL_PREFIX: &str = "GOAL#";
+/// Sort-key prefix of funnels under a site.
+pub const FUNNEL_PREFIX: &str = "FUNNEL#";
 /// Sort-key prefix of scalar day rollups under a site.
 pub const ROLLUP_DAY_PREFIX: &str = "ROLLUP#DAY#";
 /// Sort-key prefix of dimension day rollups under a site.
@@ -134,6 +137,16 @@ pub fn goal_sk(goal_id: &str) -> String {
 /// Parses [`goal_sk`].
 pub fn parse_goal_sk(sk: &str) -> Option<String> {
     unescape(sk.strip_prefix(GOAL_PREFIX)?)
+}
+
+/// `FUNNEL#{id}`: a funnel of a site.
+pub fn funnel_sk(funnel_id: &str) -> String {
+    format!("{FUNNEL_PREFIX}{}", escape(funnel_id))
+}
+
+/// Parses [`funnel_sk`].
+pub fn parse_funnel_sk(sk: &str) -> Option<String> {
+    unescape(sk.strip_prefix(FUNNEL_PREFIX)?)
 }
 
 /// `ROLLUP#DAY#{YYYY-MM-DD}`: a day's scalar rollup.
@@ -484,6 +497,7 @@ mod tests {
             prop_assert_eq!(parse_site_pk(&pk), Some(site.as_str()));
             prop_assert_eq!(parse_site_sk(&sk), Some(site.as_str()));
             prop_assert_eq!(parse_goal_sk(&goal_sk(&name)), Some(name.clone()));
+            prop_assert_eq!(parse_funnel_sk(&funnel_sk(&name)), Some(name.clone()));
             prop_assert_eq!(parse_job_sk(&job_sk(&name)), Some(name.clone()));
             prop_assert_eq!(parse_rate_pk(&rate_pk(&name, 42)), Some((name, 42)));
         }

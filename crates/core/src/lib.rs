@@ -12,8 +12,10 @@
 //! - [`site`]: a site's configuration and its domain rules.
 //! - [`payload`]: the tracker payload, its limits and every reason to refuse it.
 //! - [`event`]: the stored event and how an accepted payload becomes one.
+//! - [`money`]: exact revenue amounts, currencies and their sums.
 //! - [`classify`]: user agents, bots, referrers and time-zone countries.
 //! - [`session`], [`aggregate`]: events into visits, visits into counts.
+//! - [`funnel`]: funnel definitions and how far each visit got.
 //! - [`window`], [`retention`]: settled days, sealed hours, what is still stored.
 //! - [`segment`]: compacted events (the columnar, compressed encoding).
 //! - [`plan`]: where each day of a read comes from (rollup, segment, raw).
@@ -27,10 +29,12 @@ pub mod compaction;
 pub mod dimension;
 pub mod event;
 pub mod filter;
+pub mod funnel;
 pub mod goal;
 pub mod hex;
 pub mod keys;
 pub mod limit;
+pub mod money;
 pub mod payload;
 pub mod plan;
 pub mod plausible;

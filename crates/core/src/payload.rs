@@ -324,7 +324,8 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         Some(ts) => Some(ts as Millis),
         None => eid.as_deref().and_then(eid_timestamp),
     };
-    let kind = match kind(w.e.as_deref(), w.p, limits)? {
+    let (p, revenue) = take_revenue(w.e.as_deref(), w.p)?;
+    let kind = match kind(w.e.as_deref(), p, limits)? {
         Ok(kind) => kind,
         Err(drop) => return Ok(Err(drop)),
     };
@@ -339,7 +340,7 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         eid,
         client_ts,
         interactive: true,
-        revenue: None,
+        revenue,
         hash_route: matches!(w.h, Some(Value::Bool(true)))
             || w.h.as_ref().and_then(Value::as_i64) == Some(1),
         page_props: BTreeMap::new(),
@@ -400,6 +401,49 @@ fn kind(
         "vitals" | "error" | "heartbeat" => return Ok(Err(Drop::Ignored)),
         _ => return Err(Rejection::UnknownEventType),
     }))
+}
+
+/// A custom event's `revenue: {amount, currency}`, taken out of its
+/// properties. The amount is a JSON number's digits or a decimal string;
+/// an unknown currency or a malformed amount refuses the event (Plausible's
+/// door ignores them instead, as Plausible does).
+fn take_revenue(
+    e: Option<&str>,
+    mut p: Option<Value>,
+) -> Result<(Option<Value>, Option<crate::event::Revenue>), Rejection> {
+    let custom = matches!(e, Some("event" | "custom"));
+    let Some(raw) = p
+        .as_mut()
+        .and_then(Value::as_object_mut)
+        .and_then(|m| m.remove("revenue"))
+    else {
+        return Ok((p, None));
+    };
+    if !custom || raw.is_null() {
+        return Ok((p, None));
+    }
+    let shape = || invalid("p.revenue", "must be {amount, currency}");
+    let r = raw.as_object().ok_or_else(shape)?;
+    let currency = r
+        .get("currency")
+        .and_then(Value::as_str)
+        .ok_or_else(shape)?;
+    let amount = match r.get("amount") {
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(s)) => s.clone(),
+        _ => return Err(shape()),
+    };
+    match crate::money::Revenue::try_parse(&amount, currency) {
+        Ok(revenue) => Ok((p, Some(revenue))),
+        Err(crate::money::MoneyError::UnknownCurrency) => Err(invalid(
+            "p.revenue.currency",
+            "unknown currency: use an ISO 4217 code such as EUR or USD",
+        )),
+        Err(crate::money::MoneyError::InvalidAmount) => Err(invalid(
+            "p.revenue.amount",
+            "must be a decimal with at most 18 integer and 6 fraction digits",
+        )),
+    }
 }
 
 fn custom(mut map: serde_json::Map<String, Value>, limits: &Limits) -> Result<HitKind, Rejection> {
@@ -603,6 +647,50 @@ mod tests {
         assert_eq!(event_time(Some(now - CLIENT_CLOCK_BEHIND_MS - 1), now), now);
         assert_eq!(event_time(Some(now + CLIENT_CLOCK_AHEAD_MS + 1), now), now);
         assert_eq!(event_time(None, now), now);
+    }
+
+    #[test]
+    fn custom_events_carry_revenue_in_a_known_currency() {
+        let hit = parse_ok(
+            r#"{"s":"b","e":"event","u":"https://e.com/","p":{"name":"Purchase","revenue":{"amount":19.99,"currency":"eur"},"props":{"plan":"pro"}}}"#,
+        );
+        let rv = hit.revenue.unwrap();
+        assert_eq!((rv.amount.as_str(), rv.currency.as_str()), ("19.99", "EUR"));
+        assert!(matches!(hit.kind, HitKind::Custom { ref props, .. } if props.len() == 1));
+        let text = parse_ok(
+            r#"{"s":"b","e":"event","u":"https://e.com/","p":{"name":"Purchase","revenue":{"amount":"1000.50","currency":"JPY"}}}"#,
+        );
+        assert_eq!(text.revenue.unwrap().amount, "1000.5");
+        // A page view's `revenue` is not revenue.
+        let pv = parse_ok(
+            r#"{"s":"b","u":"https://e.com/","p":{"revenue":{"amount":1,"currency":"EUR"}}}"#,
+        );
+        assert_eq!(pv.revenue, None);
+    }
+
+    #[test]
+    fn refuses_revenue_in_an_unknown_currency_or_a_malformed_amount() {
+        let cases = [
+            (r#"{"amount":5,"currency":"EURO"}"#, "p.revenue.currency"),
+            (r#"{"amount":5,"currency":"ABC"}"#, "p.revenue.currency"),
+            (r#"{"amount":"lots","currency":"EUR"}"#, "p.revenue.amount"),
+            (r#"{"amount":1e30,"currency":"EUR"}"#, "p.revenue.amount"),
+            (
+                r#"{"amount":"0.0000001","currency":"EUR"}"#,
+                "p.revenue.amount",
+            ),
+            (r#"{"amount":5}"#, "p.revenue"),
+            (r#"19.99"#, "p.revenue"),
+        ];
+        for (revenue, field) in cases {
+            let body = format!(
+                r#"{{"s":"b","e":"event","u":"https://e.com/","p":{{"name":"Purchase","revenue":{revenue}}}}}"#
+            );
+            match rejection(body.as_bytes()) {
+                Rejection::InvalidField { field: got, .. } => assert_eq!(got, field, "{revenue}"),
+                other => panic!("{revenue}: {other:?}"),
+            }
+        }
     }
 
     #[test]

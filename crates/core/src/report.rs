@@ -94,6 +94,33 @@ pub fn scroll_depth(m: &Metrics) -> Option<u64> {
     (m.engaged_views > 0).then(|| (ratio(m.scroll_sum, m.engaged_views)).round() as u64)
 }
 
+/// A row's revenue, one entry per currency (by code): the exact total and
+/// average per conversion that carried revenue, as decimal strings.
+pub fn revenue(m: &Metrics) -> Vec<RevenueRow> {
+    m.revenue
+        .iter()
+        .map(|(currency, sum)| RevenueRow {
+            currency: currency.clone(),
+            total: sum.total.to_string(),
+            average: sum.average().to_string(),
+            conversions: sum.conversions,
+        })
+        .collect()
+}
+
+/// Revenue in one currency, as reports show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RevenueRow {
+    /// ISO 4217 code.
+    pub currency: String,
+    /// Exact total, a decimal string (`"59.97"`).
+    pub total: String,
+    /// Average per conversion with revenue, rounded to millionths.
+    pub average: String,
+    /// Conversions that carried revenue in this currency.
+    pub conversions: u64,
+}
+
 /// A time-series row.
 pub fn series_row(label: &str, m: &Metrics) -> Value {
     let s = stats(m);
@@ -152,6 +179,7 @@ pub fn breakdown_row(dim: Dimension, value: &str, m: &Metrics, total: &Metrics) 
         Level::Custom => json!({
             "events": m.events,
             "total_value": m.value,
+            "revenue": revenue(m),
         }),
         Level::Prop => json!({
             "events": m.events,
@@ -161,6 +189,7 @@ pub fn breakdown_row(dim: Dimension, value: &str, m: &Metrics, total: &Metrics) 
             "unique_conversions": m.visitors,
             "conversion_rate": percent(m.visitors, total.visitors),
             "total_value": m.value,
+            "revenue": revenue(m),
         }),
     };
     if let (Some(row), Some(extra)) = (row.as_object_mut(), extra.as_object()) {

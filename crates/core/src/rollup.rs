@@ -48,6 +48,11 @@ pub enum RollupSource {
 #[error("corrupt rollup: {0}")]
 pub struct RollupError(pub String);
 
+/// What a goal row holds; part of [`goals_fingerprint`], so rollups from
+/// before a change (version 1 had no revenue) do not answer goal questions
+/// and the job recomputes the recent ones.
+pub const GOAL_ROWS_VERSION: u32 = 2;
+
 /// A fingerprint of a site's goal definitions: a rollup computed with other
 /// goals cannot answer goal questions.
 pub fn goals_fingerprint(goals: &[Goal]) -> String {
@@ -56,6 +61,7 @@ pub fn goals_fingerprint(goals: &[Goal]) -> String {
         .map(|g| serde_json::to_string(&(&g.name, &g.rule)).unwrap_or_default())
         .collect();
     defs.sort();
+    defs.push(format!("goal rows v{GOAL_ROWS_VERSION}"));
     let digest = ring::digest::digest(&ring::digest::SHA256, defs.join("\n").as_bytes());
     crate::hex::encode(&digest.as_ref()[..8])
 }

@@ -7,7 +7,7 @@ function F(f){return function(){try{return f.apply(this,arguments)}catch(e){}}}
 function O(t,e,f,c){t.addEventListener(e,F(f),c)}
 function R(){for(var x='';x.length<12;)x+=Math.random().toString(36).slice(2);return x.slice(0,12)}
 function G(e,p,u){if(on){if(ok)B(e,p,u);else pd.push([e,p])}}
-function K(m,o){if(m){o=o||{};var p={name:''+m},v=o.value;if(v===+v&&isFinite(v))p.value=v;if(o.props)p.props=o.props;G('event',p)}}
+function K(m,o){if(m){o=o||{};var p={name:''+m},v=o.value;if(v===+v&&isFinite(v))p.value=v;if(o.props)p.props=o.props;if(o.revenue)p.revenue=o.revenue;G('event',p)}}
 function E(m,o){o=o||{};var c=o._value;K(m,{value:c==null?o.value:c/100,props:o.props})}
 T=w.tally={_l:1,track:F(K),pageview:F(function(){V(1)})};
 if(!w.fathom)w.fathom={trackEvent:F(E),track:F(E),trackGoal:F(function(i,c){E(i,{_value:c})}),trackPageview:T.pageview};

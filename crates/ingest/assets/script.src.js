@@ -102,6 +102,7 @@
     var p = { name: '' + name }, v = o.value;
     if (v === +v && isFinite(v)) p.value = v;   // finite numbers only
     if (o.props) p.props = o.props;             // as given; the server validates
+    if (o.revenue) p.revenue = o.revenue;       // {amount, currency}: exact on the server
     go('event', p);
   }
 

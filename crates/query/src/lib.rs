@@ -7,7 +7,9 @@
 //! - `breakdown/{dimension}`: rows by visitors with their share;
 //! - `dashboard`: every panel of the dashboard (totals with comparison,
 //!   the series, the top rows of each dimension) from one read;
-//! - `realtime`: visitors in the last five minutes and their pages.
+//! - `realtime`: visitors in the last five minutes and their pages;
+//! - `funnels` and `funnels/{id}`: the site's funnels, and one counted
+//!   ([`funnel`]).
 //!
 //! Every report reads through one plan ([`read`]): day rollups for the
 //! settled days they answer, segments for compacted hours, raw events for
@@ -20,6 +22,7 @@
 
 pub mod config;
 pub mod error;
+pub mod funnel;
 pub mod params;
 pub mod plausible;
 pub mod read;
@@ -138,9 +141,15 @@ async fn route<S: QueryStore, C: Clock>(
                     Box::pin(dashboard_endpoint(store, &ctx, &q)).await
                 }
                 ["realtime"] => Box::pin(realtime_endpoint(store, &site, now)).await,
+                ["funnels"] => Box::pin(funnel::list(store, &site.id)).await,
+                ["funnels", id] => {
+                    let ctx = context(&site, &q, now, config, &["mode"])?;
+                    let mode = q.get("mode").map(String::as_str);
+                    Box::pin(funnel::report(store, &ctx, id, mode)).await
+                }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard or realtime",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime or funnels",
                 )),
             }
         }

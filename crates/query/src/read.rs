@@ -20,6 +20,7 @@ use tally_core::Millis;
 use tally_core::aggregate::{Aggregate, FoldSpec, fold};
 use tally_core::dimension::Dimension;
 use tally_core::filter::Filter;
+use tally_core::funnel::{self, Mode, Step, StepCounts};
 use tally_core::goal::Matcher;
 use tally_core::plan::{self, Inputs, RollupFit, Source, Warning};
 use tally_core::range::DateRange;
@@ -217,6 +218,21 @@ impl Read {
                 .is_some_and(|src| *src != Source::Rollup)
                 .then(|| bucket(s))
                 .flatten()
+        })
+    }
+
+    /// How far the visits of the days folded from events got through a
+    /// funnel's steps (read with `hourly`, so that is every day answered).
+    pub fn funnel(&self, r: &Request<'_>, steps: &[Step], mode: Mode) -> StepCounts {
+        let detail_days = &self.detail.plan.days;
+        let zone = r.zone;
+        let visits = sessions(&self.detail.events, zone);
+        funnel::count(&visits, steps, mode, r.filter, r.goals, |s| {
+            let day = zone.local_date(s.start);
+            detail_days
+                .get(&day)
+                .is_some_and(|src| *src != Source::Rollup)
+                .then_some(day)
         })
     }
 

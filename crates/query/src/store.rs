@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use tally_core::Millis;
 use tally_core::event::Event;
+use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
 use tally_core::plan::Plan;
 use tally_core::segment::Manifest;
@@ -29,6 +30,8 @@ pub trait QueryStore: Send + Sync {
     ) -> impl Future<Output = Result<Option<ApiKeyRecord>, StoreError>> + Send;
     /// The site's goals.
     fn goals(&self, site: &str) -> impl Future<Output = Result<Vec<Goal>, StoreError>> + Send;
+    /// The site's funnels.
+    fn funnels(&self, site: &str) -> impl Future<Output = Result<Vec<Funnel>, StoreError>> + Send;
     /// Every event of the site in `[from, to)`, in time order, from raw
     /// partitions (realtime).
     fn events(
@@ -100,6 +103,10 @@ impl QueryStore for DynamoQuery {
 
     async fn goals(&self, site: &str) -> Result<Vec<Goal>, StoreError> {
         self.store.goals(site).await
+    }
+
+    async fn funnels(&self, site: &str) -> Result<Vec<Funnel>, StoreError> {
+        self.store.funnels(site).await
     }
 
     async fn events(

@@ -12,7 +12,8 @@
 //! - [`segments`]: segment manifests and parts (Query, BatchGetItem, BatchWriteItem).
 //! - [`detail`]: the events a read plan names, from segments and raw hours.
 //! - [`rollups`]: day rollups.
-//! - [`sites`]: sites, API keys and goals, with a per-instance site cache.
+//! - [`sites`]: sites and API keys, with a per-instance site cache.
+//! - [`settings`]: a site's goals and funnels.
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
 //! - [`clock`]: the clock the handlers are given.
 
@@ -22,13 +23,13 @@ pub mod detail;
 pub mod env;
 pub mod error;
 pub mod events;
-pub mod goals;
 pub mod item;
 pub mod jobs;
 pub mod query;
 pub mod rollups;
 pub mod salt;
 pub mod segments;
+pub mod settings;
 pub mod sites;
 pub mod table;
 

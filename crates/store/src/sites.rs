@@ -1,4 +1,4 @@
-//! Sites, API keys and goals: the configuration items under `SITES` and
+//! Sites and API keys: the configuration items under `SITES` and
 //! `SITE#{site}`, and a per-instance site cache for the hot path.
 
 use crate::Store;

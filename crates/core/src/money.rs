@@ -1,0 +1,318 @@
+//! Money: exact decimal amounts in an ISO 4217 currency, and their sums.
+//!
+//! A custom event may carry a [`Revenue`]. Its amount is kept as the
+//! decimal text the tracker sent (normalised), never as a float, and sums
+//! are integers of millionths ([`Amount`]), so 19.99 three times is 59.97
+//! exactly. There are no exchange rates: every report keeps one sum per
+//! currency ([`RevenueSum`]).
+//!
+//! The currency list is ISO 4217's active codes as data (180 three-letter
+//! strings): a crate for it would add a build script for a table that
+//! changes about once a year.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// ISO 4217's active currency codes, sorted (no `XXX` or `XTS`, which
+/// name no currency and a test currency).
+pub const CURRENCIES: [&str; 180] = [
+    "AED", "AFN", "ALL", "AMD", "ANG", "AOA", "ARS", "AUD", "AWG", "AZN", "BAM", "BBD", "BDT",
+    "BGN", "BHD", "BIF", "BMD", "BND", "BOB", "BOV", "BRL", "BSD", "BTN", "BWP", "BYN", "BZD",
+    "CAD", "CDF", "CHE", "CHF", "CHW", "CLF", "CLP", "CNY", "COP", "COU", "CRC", "CUC", "CUP",
+    "CVE", "CZK", "DJF", "DKK", "DOP", "DZD", "EGP", "ERN", "ETB", "EUR", "FJD", "FKP", "GBP",
+    "GEL", "GHS", "GIP", "GMD", "GNF", "GTQ", "GYD", "HKD", "HNL", "HTG", "HUF", "IDR", "ILS",
+    "INR", "IQD", "IRR", "ISK", "JMD", "JOD", "JPY", "KES", "KGS", "KHR", "KMF", "KPW", "KRW",
+    "KWD", "KYD", "KZT", "LAK", "LBP", "LKR", "LRD", "LSL", "LYD", "MAD", "MDL", "MGA", "MKD",
+    "MMK", "MNT", "MOP", "MRU", "MUR", "MVR", "MWK", "MXN", "MXV", "MYR", "MZN", "NAD", "NGN",
+    "NIO", "NOK", "NPR", "NZD", "OMR", "PAB", "PEN", "PGK", "PHP", "PKR", "PLN", "PYG", "QAR",
+    "RON", "RSD", "RUB", "RWF", "SAR", "SBD", "SCR", "SDG", "SEK", "SGD", "SHP", "SLE", "SLL",
+    "SOS", "SRD", "SSP", "STN", "SVC", "SYP", "SZL", "THB", "TJS", "TMT", "TND", "TOP", "TRY",
+    "TTD", "TWD", "TZS", "UAH", "UGX", "USD", "USN", "UYI", "UYU", "UYW", "UZS", "VED", "VES",
+    "VND", "VUV", "WST", "XAF", "XAG", "XAU", "XBA", "XBB", "XBC", "XBD", "XCD", "XCG", "XDR",
+    "XOF", "XPD", "XPF", "XPT", "XSU", "XUA", "YER", "ZAR", "ZMW", "ZWG", "ZWL",
+];
+
+/// Whether `code` is an ISO 4217 currency code (upper case).
+pub fn is_currency(code: &str) -> bool {
+    CURRENCIES.binary_search(&code).is_ok()
+}
+
+/// Why an amount of money was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MoneyError {
+    /// The currency is not an ISO 4217 code.
+    #[error("unknown currency: use an ISO 4217 code such as EUR or USD")]
+    UnknownCurrency,
+    /// The amount is not a plain decimal within range.
+    #[error("amount must be a decimal with at most 18 integer and 6 fraction digits")]
+    InvalidAmount,
+}
+
+/// An amount of money: an exact decimal and its ISO 4217 currency.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Revenue {
+    /// The amount as a plain decimal (`19.99`, `-5`, `0.5`), never a float.
+    #[serde(rename = "a")]
+    pub amount: String,
+    /// The ISO 4217 currency code (`EUR`).
+    #[serde(rename = "c")]
+    pub currency: String,
+}
+
+impl Revenue {
+    /// A revenue from an amount's text (a JSON number's digits or a string)
+    /// and a currency (any case); `None` when either is not well formed.
+    pub fn parse(amount: &str, currency: &str) -> Option<Self> {
+        Self::try_parse(amount, currency).ok()
+    }
+
+    /// As [`Revenue::parse`], saying what is wrong.
+    pub fn try_parse(amount: &str, currency: &str) -> Result<Self, MoneyError> {
+        let currency = currency.trim().to_ascii_uppercase();
+        if !is_currency(&currency) {
+            return Err(MoneyError::UnknownCurrency);
+        }
+        Ok(Self {
+            amount: decimal(amount.trim()).ok_or(MoneyError::InvalidAmount)?,
+            currency,
+        })
+    }
+
+    /// The amount as an integer of millionths.
+    pub fn value(&self) -> Amount {
+        Amount::parse(&self.amount).unwrap_or_default()
+    }
+}
+
+/// Fraction digits kept: amounts are integers of millionths.
+const SCALE_DIGITS: usize = 6;
+const SCALE: i128 = 1_000_000;
+
+/// A plain decimal normalised: optional minus, digits, optional fraction
+/// (trailing zeros dropped), at most 18 integer and 6 fraction digits.
+/// Exponents, `NaN` and infinities are refused.
+fn decimal(text: &str) -> Option<String> {
+    Amount::parse(text).map(|a| a.to_string())
+}
+
+/// An exact amount: an integer of millionths of a currency unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Amount(pub i128);
+
+impl Amount {
+    /// Parses a plain decimal (see [`Revenue`]); `None` when malformed or
+    /// out of range.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (neg, body) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text.strip_prefix('+').unwrap_or(text)),
+        };
+        let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
+            return None;
+        }
+        let int = int.trim_start_matches('0');
+        let frac = frac.trim_end_matches('0');
+        if int.len() > 18 || frac.len() > SCALE_DIGITS {
+            return None;
+        }
+        let whole: i128 = if int.is_empty() { 0 } else { int.parse().ok()? };
+        let part: i128 = if frac.is_empty() {
+            0
+        } else {
+            let padded = format!("{frac:0<SCALE_DIGITS$}");
+            padded.parse().ok()?
+        };
+        let v = whole * SCALE + part;
+        Some(Self(if neg { -v } else { v }))
+    }
+
+    /// The sum, saturating (a sum of 10^14 amounts of 10^18 still fits).
+    pub fn plus(self, o: Self) -> Self {
+        Self(self.0.saturating_add(o.0))
+    }
+
+    /// `self / n`, rounded half away from zero to millionths.
+    pub fn divided_by(self, n: u64) -> Self {
+        if n == 0 {
+            return Self(0);
+        }
+        let n = i128::from(n);
+        let (q, r) = (self.0 / n, self.0 % n);
+        let up = 2 * r.abs() >= n;
+        Self(if up { q + self.0.signum() } else { q })
+    }
+}
+
+impl fmt::Display for Amount {
+    /// The shortest plain decimal: `59.97`, `-5`, `0.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (neg, abs) = (self.0 < 0, self.0.unsigned_abs());
+        let scale = SCALE.unsigned_abs();
+        let (whole, part) = (abs / scale, abs % scale);
+        if neg {
+            f.write_str("-")?;
+        }
+        write!(f, "{whole}")?;
+        if part != 0 {
+            let frac = format!("{part:0>SCALE_DIGITS$}");
+            write!(f, ".{}", frac.trim_end_matches('0'))?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Amount {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).ok_or_else(|| serde::de::Error::custom("not a decimal amount"))
+    }
+}
+
+/// The revenue of one report row in one currency: the exact total and the
+/// number of conversions that carried it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevenueSum {
+    /// The exact total.
+    #[serde(rename = "t")]
+    pub total: Amount,
+    /// Conversions with revenue in this currency.
+    #[serde(rename = "n")]
+    pub conversions: u64,
+}
+
+impl RevenueSum {
+    /// Counts one more conversion of `amount`.
+    pub fn record(&mut self, amount: Amount) {
+        self.total = self.total.plus(amount);
+        self.conversions += 1;
+    }
+
+    /// Adds another row's sum.
+    pub fn add(&mut self, o: &RevenueSum) {
+        self.total = self.total.plus(o.total);
+        self.conversions += o.conversions;
+    }
+
+    /// The average revenue per conversion that carried revenue.
+    pub fn average(&self) -> Amount {
+        self.total.divided_by(self.conversions)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn revenue_amounts_are_exact_decimals_with_a_currency() {
+        let cases = [
+            ("19.99", "eur", Ok(("19.99", "EUR"))),
+            ("49", "USD", Ok(("49", "USD"))),
+            ("0049.500", "USD", Ok(("49.5", "USD"))),
+            ("-5", "JPY", Ok(("-5", "JPY"))),
+            ("-0.0", "JPY", Ok(("0", "JPY"))),
+            (".5", "GBP", Ok(("0.5", "GBP"))),
+            ("1e3", "USD", Err(MoneyError::InvalidAmount)),
+            ("NaN", "USD", Err(MoneyError::InvalidAmount)),
+            ("", "USD", Err(MoneyError::InvalidAmount)),
+            ("1.2345678", "USD", Err(MoneyError::InvalidAmount)),
+            ("1234567890123456789", "USD", Err(MoneyError::InvalidAmount)),
+            ("12", "EURO", Err(MoneyError::UnknownCurrency)),
+            ("12", "E1R", Err(MoneyError::UnknownCurrency)),
+            ("12", "ABC", Err(MoneyError::UnknownCurrency)),
+            ("12", "XXX", Err(MoneyError::UnknownCurrency)),
+        ];
+        for (amount, currency, want) in cases {
+            let got = Revenue::try_parse(amount, currency);
+            assert_eq!(
+                got.as_ref()
+                    .map(|r| (r.amount.as_str(), r.currency.as_str()))
+                    .map_err(|e| *e),
+                want,
+                "{amount} {currency}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_currency_list_is_sorted_three_upper_case_letters() {
+        assert!(CURRENCIES.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            CURRENCIES
+                .iter()
+                .all(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()))
+        );
+        for known in ["EUR", "USD", "GBP", "JPY", "CHF", "SEK"] {
+            assert!(is_currency(known), "{known}");
+        }
+    }
+
+    #[test]
+    fn sums_of_cents_are_exact_where_floats_drift() {
+        let mut tenths = RevenueSum::default();
+        let mut float = 0.0_f64;
+        for _ in 0..10 {
+            tenths.record(Amount::parse("0.1").unwrap());
+            float += 0.1;
+        }
+        assert_eq!(tenths.total.to_string(), "1");
+        assert_ne!(float, 1.0);
+        let mut sum = RevenueSum::default();
+        for _ in 0..3 {
+            sum.record(Amount::parse("19.99").unwrap());
+        }
+        assert_eq!(sum.total.to_string(), "59.97");
+        assert_eq!(sum.average().to_string(), "19.99");
+        sum.record(Amount::parse("0.01").unwrap());
+        assert_eq!(sum.total.to_string(), "59.98");
+        assert_eq!(sum.average().to_string(), "14.995");
+    }
+
+    #[test]
+    fn averages_round_half_away_from_zero_to_millionths() {
+        assert_eq!(
+            Amount::parse("1").unwrap().divided_by(3).to_string(),
+            "0.333333"
+        );
+        assert_eq!(
+            Amount::parse("2").unwrap().divided_by(3).to_string(),
+            "0.666667"
+        );
+        assert_eq!(
+            Amount::parse("-2").unwrap().divided_by(3).to_string(),
+            "-0.666667"
+        );
+        assert_eq!(Amount::parse("5").unwrap().divided_by(0).to_string(), "0");
+    }
+
+    proptest! {
+        #[test]
+        fn amounts_round_trip_through_text(cents in -10_i128.pow(20)..10_i128.pow(20)) {
+            let a = Amount(cents);
+            prop_assert_eq!(Amount::parse(&a.to_string()), Some(a));
+            let json = serde_json::to_string(&a).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Amount>(&json).unwrap(), a);
+        }
+
+        #[test]
+        fn a_sum_equals_the_sum_of_integer_millionths(xs in proptest::collection::vec(0_u32..10_000_000, 0..50)) {
+            let mut sum = RevenueSum::default();
+            for x in &xs {
+                let text = format!("{}.{:02}", x / 100, x % 100);
+                sum.record(Amount::parse(&text).unwrap());
+            }
+            let cents: i128 = xs.iter().map(|x| i128::from(*x)).sum();
+            prop_assert_eq!(sum.total, Amount(cents * 10_000));
+        }
+    }
+}
