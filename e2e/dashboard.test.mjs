@@ -61,6 +61,12 @@ const fmt = {
   visit_duration: n => { const m = Math.floor(n / 60), s = Math.round(n % 60); return m ? (s ? `${m}m ${s}s` : `${m}m`) : `${s}s`; },
 };
 function fmtInt(n) { return new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 }).format(n); }
+const fmtOrDash = (v, f) => (v == null ? '\u2014' : f(v));
+const fmtRevenue = list => (list && list.length
+  ? list.map(r => new Intl.NumberFormat('en-US', { style: 'currency', currency: r.currency }).format(Number(r.total))).join(' \u00b7 ')
+  : '\u2014');
+/** An exact sum of decimal strings in cents, as the API prints it. */
+function centsText(cents) { return cents % 100 ? `${Math.trunc(cents / 100)}.${String(cents % 100).padStart(2, '0').replace(/0$/, '')}` : String(cents / 100); }
 
 async function shownTotals(page) {
   return page.$$eval('[data-testid^="total-"]', cards => Object.fromEntries(cards.map(c =>
@@ -108,6 +114,13 @@ async function main() {
     const b = await run(TALLY_BIN, ['goal', 'add', '--site', 'demo', '--page', '/demo/pricing', '--name', 'Pricing', ...target]);
     assert.match(a.stdout, /goal added/);
     assert.match(b.stdout, /goal added/);
+  });
+  await check('tally goal add Purchase (revenue) and tally funnel add: /demo -> /demo/pricing -> Signup', async () => {
+    const g = await run(TALLY_BIN, ['goal', 'add', '--site', 'demo', '--event', 'Purchase', ...target]);
+    assert.match(g.stdout, /goal added/);
+    const f = await run(TALLY_BIN, ['funnel', 'add', '--site', 'demo', '--name', 'Demo signup',
+      '--step', '/demo', '--step', '/demo/pricing', '--step', 'event:Signup', ...target]);
+    assert.match(f.stdout, /funnel added: demo-signup/);
   });
 
   browser = await launchChromium();
@@ -243,6 +256,31 @@ async function main() {
     assert.equal(s.results.visitors, 1 + seeded.visitors);
     assert.equal(s.results.pageviews, pageviews.length + seeded.pageviews);
   });
+  await check('API breakdown/goals: Purchase revenue per currency, exact (19.99 + 19.99 EUR, 5 USD)', async () => {
+    const goals = await apiGet('breakdown/goals?period=today');
+    const purchase = goals.results.find(r => r.value === 'Purchase');
+    assert.ok(purchase, JSON.stringify(goals.results));
+    const want = new Map();
+    for (const p of seeded.purchases) {
+      const w = want.get(p.currency) || { cents: 0, n: 0 };
+      want.set(p.currency, { cents: w.cents + p.cents, n: w.n + 1 });
+    }
+    assert.deepEqual(purchase.revenue.map(r => [r.currency, r.total, r.conversions]),
+      [...want.entries()].sort().map(([c, w]) => [c, centsText(w.cents), w.n]));
+    assert.equal(purchase.revenue.find(r => r.currency === 'EUR').total, '39.98');
+  });
+  // The funnel by hand: the browser visitor went /demo, /demo/about,
+  // /demo/pricing, ..., Signup (in order, not consecutive); the seeded
+  // Firefox visitor /demo, /demo/pricing, Signup; three more started at
+  // /demo (one with UTM tags); two never saw /demo.
+  const funnelWant = { ordered: [5, 2, 2], strict: [5, 1, 1] };
+  for (const mode of ['ordered', 'strict']) {
+    await check(`API funnels/demo-signup (${mode}): visitors per step ${funnelWant[mode].join(', ')}`, async () => {
+      const f = await apiGet(`funnels/demo-signup?period=today&mode=${mode}`);
+      assert.deepEqual(f.results.map(r => r.visitors), funnelWant[mode]);
+      assert.deepEqual(f.results.map(r => r.label), ['Visit /demo', 'Visit /demo/pricing', 'Signup']);
+    });
+  }
 
   // ---- 4. The dashboard shows what the API says -------------------------
   const dashCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1440, height: 900 } });
@@ -271,7 +309,8 @@ async function main() {
     await dash.waitForURL(/[?&]period=today\b/);
     await waitIdle(dash);
     const views = apiRequests.slice(before).map(r => new URL(r.url())).filter(u => !u.pathname.endsWith('/realtime'));
-    assert.deepEqual(views.map(u => u.pathname), ['/api/sites/demo/dashboard'], 'one dashboard request per view');
+    assert.deepEqual(views.map(u => u.pathname).sort(), ['/api/sites/demo/dashboard', '/api/sites/demo/funnels/demo-signup'],
+      'one dashboard request per view, and the funnel (it reads events)');
     assert.equal(views[0].searchParams.get('period'), 'today');
     // Switching a panel's tab uses the rows already loaded.
     const beforeTab = apiRequests.length;
@@ -293,9 +332,15 @@ async function main() {
   await check('dashboard live badge == API realtime visitors', () =>
     eventually(async () => assert.match(await dash.textContent('[data-testid="realtime"]'),
       new RegExp(`^\\s*${api.realtime.visitors} current visitors?\\s*$`))));
-  await check('dashboard pages panel == API breakdown/pages (paths, visitors, views, order)', () =>
+  await check('dashboard pages panel == API breakdown/pages (paths, visitors, views, time on page, scroll depth, order)', () =>
     eventually(async () => assert.deepEqual(await shownRows(dash, 'page'),
-      api.pages.results.map(r => ({ value: r.value, visitors: fmtInt(r.visitors), pageviews: fmtInt(r.pageviews) })))));
+      api.pages.results.map(r => ({
+        value: r.value, visitors: fmtInt(r.visitors), pageviews: fmtInt(r.pageviews),
+        time_on_page: fmtOrDash(r.time_on_page, fmt.visit_duration), scroll_depth: fmtOrDash(r.scroll_depth, n => `${fmtInt(n)}%`),
+      })))));
+  await check('API breakdown/pages has time on page and scroll depth for the engaged pages', () => {
+    assert.ok(api.pages.results.some(r => r.time_on_page > 0 && r.scroll_depth > 0), JSON.stringify(api.pages.results));
+  });
   await check('dashboard custom events panel has the Signup and Clicked CTA rows with the API counts', () =>
     eventually(async () => {
       const rows = await shownRows(dash, 'event');
@@ -307,17 +352,18 @@ async function main() {
         assert.deepEqual({ visitors: row.visitors, events: row.events }, { visitors: fmtInt(want.visitors), events: fmtInt(want.events) });
       }
     }));
-  await check('dashboard goals panel has the Signup and Pricing rows with the API conversions', () =>
+  await check('dashboard goals panel has the Signup, Pricing and Purchase rows with the API conversions and revenue', () =>
     eventually(async () => {
       const rows = await shownRows(dash, 'goal');
-      for (const name of ['Signup', 'Pricing']) {
+      for (const name of ['Signup', 'Pricing', 'Purchase']) {
         const want = api.goals.results.find(r => r.value === name);
         assert.ok(want, `API has no ${name} row`);
         assert.deepEqual(rows.find(r => r.value === name), {
           value: name, unique_conversions: fmtInt(want.unique_conversions), conversions: fmtInt(want.conversions),
-          conversion_rate: fmt.bounce_rate(want.conversion_rate),
+          conversion_rate: fmt.bounce_rate(want.conversion_rate), revenue: fmtRevenue(want.revenue),
         });
       }
+      assert.match(rows.find(r => r.value === 'Purchase').revenue, /€39\.98.*\$5\.00/);
     }));
   await check('dashboard tabs: Entry pages and Countries load their breakdowns', async () => {
     const entry = await apiGet('breakdown/entry_page?period=today&limit=10');
@@ -335,6 +381,21 @@ async function main() {
     });
   });
 
+  const shownFunnel = () => dash.$$eval('[data-testid="funnel-step"]', steps => steps.map(st => Object.assign({ step: st.dataset.step },
+    Object.fromEntries([...st.querySelectorAll('[data-col]')].map(c => [c.dataset.col, c.textContent.trim()])))));
+  const funnelRows = f => f.results.map(r => ({
+    step: String(r.step), visitors: fmtInt(r.visitors), conversion_rate: fmt.bounce_rate(r.conversion_rate),
+    dropoff: r.step === 1 ? '\u2014' : r.dropoff ? `\u2212${fmtInt(r.dropoff)} (${fmt.bounce_rate(r.dropoff_rate)})` : '0',
+  }));
+  await check('dashboard funnel card == API funnels/demo-signup, in order and with consecutive pages', async () => {
+    await eventually(async () => assert.deepEqual(await shownFunnel(), funnelRows(await apiGet('funnels/demo-signup?period=today&mode=ordered'))));
+    await dash.selectOption('[data-testid="funnel-mode"]', 'strict');
+    await waitIdle(dash);
+    await eventually(async () => assert.deepEqual(await shownFunnel(), funnelRows(await apiGet('funnels/demo-signup?period=today&mode=strict'))));
+    await dash.selectOption('[data-testid="funnel-mode"]', 'ordered');
+    await waitIdle(dash);
+  });
+
   // Screenshots of the unfiltered view.
   if (SCREENSHOTS) {
     await check('screenshots: desktop 1440x900 and phone 390x844, full page', async () => {
@@ -350,6 +411,11 @@ async function main() {
       await shot('dashboard-desktop.png', { width: 1440, height: 900 });
       await shot('dashboard-phone.png', { width: 390, height: 844 });
       await dash.setViewportSize({ width: 1440, height: 900 });
+      await waitIdle(dash);
+      for (const [file, sel] of [['dashboard-funnel.png', '#funnel-card'], ['dashboard-goals.png', '[data-panel="goals"]'], ['dashboard-pages.png', '[data-panel="pages"]']]) {
+        try { await dash.locator(sel).screenshot({ path: path.join(SHOT_DIR, file) }); log(`   wrote docs/screenshots/${file}`); }
+        catch (e) { log(`   could not write docs/screenshots/${file}: ${e.message} (skipped)`); }
+      }
     });
   }
 
@@ -437,15 +503,16 @@ async function seedVisitors() {
     chromeMac: 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
   };
   const visitors = [
-    { ua: UA.firefoxWin, tz: 'America/New_York', ref: 'https://www.google.com/', pages: ['/demo', '/demo/pricing'], events: [['Signup', 10]], secs: 95 },
+    { ua: UA.firefoxWin, tz: 'America/New_York', ref: 'https://www.google.com/', pages: ['/demo', '/demo/pricing'], events: [['Signup', 10], ['Purchase', null, { amount: '19.99', currency: 'EUR' }]], secs: 95 },
     { ua: UA.iphone, tz: 'Europe/London', ref: 'https://news.ycombinator.com/', pages: ['/demo/about'], secs: 4, sw: 390, sh: 844 },
     { ua: UA.android, tz: 'Asia/Tokyo', ref: '', pages: ['/demo?utm_source=newsletter&utm_medium=email&utm_campaign=launch', '/demo/app/step-1'], secs: 41, sw: 412, sh: 915 },
-    { ua: UA.safariMac, tz: 'Europe/Paris', ref: 'https://t.co/', pages: ['/demo/pricing'], events: [['Clicked CTA']], secs: 23 },
+    { ua: UA.safariMac, tz: 'Europe/Paris', ref: 'https://t.co/', pages: ['/demo/pricing'], events: [['Clicked CTA'], ['Purchase', null, { amount: 19.99, currency: 'eur' }]], secs: 23 },
     { ua: UA.edge, tz: 'Europe/Berlin', ref: '', pages: ['/demo'], secs: 2 },
-    { ua: UA.chromeMac, tz: 'America/Los_Angeles', ref: 'https://github.com/', pages: ['/demo/about', '/demo'], secs: 130 },
+    { ua: UA.chromeMac, tz: 'America/Los_Angeles', ref: 'https://github.com/', pages: ['/demo/about', '/demo'], events: [['Purchase', null, { amount: '5.00', currency: 'USD' }]], secs: 130 },
   ];
   const rnd = () => Math.random().toString(36).slice(2, 14).padEnd(12, '0');
   let requests = 0, pageviews = 0;
+  const purchases = [];
   for (const v of visitors) {
     const sid = rnd();
     let ref = v.ref;
@@ -461,13 +528,18 @@ async function seedVisitors() {
       const u = `${http.replace('127.0.0.1', 'localhost')}${p}`;
       await post('pageview', u, {});
       pageviews++;
-      if (i === v.pages.length - 1) for (const [name, value] of v.events || []) await post('event', u, value == null ? { name } : { name, value });
+      if (i === v.pages.length - 1) {
+        for (const [name, value, revenue] of v.events || []) {
+          await post('event', u, Object.assign({ name }, value == null ? {} : { value }, revenue ? { revenue } : {}));
+          if (revenue) purchases.push({ currency: revenue.currency.toUpperCase(), cents: Math.round(Number(revenue.amount) * 100) });
+        }
+      }
       await post('engagement', u, { timeOnPage: Math.round(v.secs / v.pages.length), scrollDepth: 60 + 10 * i });
       ref = u;
     }
   }
   log(`seeded ${visitors.length} visitors: ${pageviews} page views, ${requests} requests`);
-  return { visitors: visitors.length, pageviews, requests };
+  return { visitors: visitors.length, pageviews, requests, purchases };
 }
 
 // ---------------------------------------------------------------------------
