@@ -234,4 +234,25 @@ impl Api {
         assert_eq!(status, 200, "{path}: {body}");
         body
     }
+
+    /// `POST /api/v2/query` (Plausible's Stats API) with `site_id` set to
+    /// the site; must answer 200: the JSON body.
+    pub async fn v2(
+        &self,
+        config: &tally_query::Config,
+        mut query: serde_json::Value,
+    ) -> serde_json::Value {
+        query["site_id"] = serde_json::json!(self.site);
+        let request = http::Request::builder()
+            .method("POST")
+            .uri("/api/v2/query")
+            .header("authorization", format!("Bearer {}", self.key))
+            .body(lambda_http::Body::Text(query.to_string()))
+            .unwrap();
+        let clock = tally_store::clock::ManualClock::at(self.now);
+        let (status, body) =
+            status_and_json(tally_query::handle_with(&self.query, &clock, config, request).await);
+        assert_eq!(status, 200, "{query}: {body}");
+        body
+    }
 }

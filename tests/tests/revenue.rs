@@ -2,7 +2,9 @@
 //! `/collect` and Plausible's `/api/event`) in EUR, USD and JPY. Goal and
 //! event rows equal a hand count in integer cents, from raw events, from
 //! segments and from rollups, and the dashboard carries them. A purchase
-//! in an unknown currency is refused and stores nothing.
+//! in an unknown currency is refused and stores nothing. Plausible's Stats
+//! API v2 answers `total_revenue` and `average_revenue` in one currency or
+//! null with its warning.
 
 #![allow(clippy::unwrap_used)]
 
@@ -65,6 +67,9 @@ fn script() -> Vec<Purchase> {
     }
     out
 }
+
+/// Donations in pounds: (day, pence); 59.98 in all, over four.
+const DONATIONS: &[(i64, i64)] = &[(0, 1999), (2, 1999), (2, 1999), (3, 1)];
 
 /// Text of an amount in minor units.
 fn amount(currency: &str, cents: i64) -> String {
@@ -154,6 +159,16 @@ async fn revenue_per_currency_equals_a_hand_count_from_every_source() {
     )
     .unwrap();
     h.store.put_goal(SITE, &goal).await.unwrap();
+    let donation = Goal::new(
+        "donation",
+        "Donation",
+        GoalRule::Event {
+            name: "Donation".into(),
+        },
+        0,
+    )
+    .unwrap();
+    h.store.put_goal(SITE, &donation).await.unwrap();
     let key = tally_tests::new_key(&h.store, SITE, 7).await;
     let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
     let config = tally_ingest::Config::default();
@@ -198,6 +213,17 @@ async fn revenue_per_currency_equals_a_hand_count_from_every_source() {
             "/collect"
         };
         assert_eq!(send(path, body, ip, at + 10_000).await.0, 202, "{money}");
+    }
+
+    // Donations, in pounds only (a goal of its own).
+    for (i, (day, cents)) in DONATIONS.iter().enumerate() {
+        let at = start + day * DAY_MS + 15 * HOUR_MS + i as i64 * MINUTE_MS;
+        let ip = format!("198.51.100.{}", 50 + i);
+        let money = amount("GBP", *cents);
+        let body = format!(
+            r#"{{"s":"{SITE}","e":"event","u":"https://{SITE}/give","p":{{"name":"Donation","revenue":{{"amount":"{money}","currency":"GBP"}}}}}}"#
+        );
+        assert_eq!(send("/collect", body, ip, at).await.0, 202, "{money}");
     }
 
     // An unknown currency or a malformed amount: a 400 naming the field,
@@ -298,4 +324,104 @@ async fn revenue_per_currency_equals_a_hand_count_from_every_source() {
         .and_then(|rows| rows.iter().find(|r| r["value"] == "Purchase"))
         .unwrap_or_else(|| panic!("{}", d["breakdowns"]));
     assert_eq!(revenue_of(dash_goal), all);
+
+    // Plausible's Stats API v2. By goal, one currency per row: Purchase
+    // has three (null, with the documented warning), Donation one.
+    let v2 = |query: Value| {
+        let api = &api;
+        async move { api.v2(&Config::default(), query).await }
+    };
+    let dates = serde_json::json!(["2026-11-20", "2026-11-23"]);
+    let by_goal = v2(serde_json::json!({
+        "metrics": ["visitors", "total_revenue", "average_revenue"],
+        "date_range": dates,
+        "dimensions": ["event:goal"],
+    }))
+    .await;
+    let goal_row = |name: &str| {
+        by_goal["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["dimensions"][0] == name)
+            .unwrap_or_else(|| panic!("no {name}: {by_goal}"))
+            .clone()
+    };
+    assert_eq!(goal_row("Purchase")["metrics"][1], Value::Null, "{by_goal}");
+    assert_eq!(
+        by_goal["meta"]["metric_warnings"]["total_revenue"]["code"],
+        "no_single_revenue_currency"
+    );
+    let donation = goal_row("Donation");
+    let donations_total: i64 = DONATIONS.iter().map(|(_, cents)| cents).sum();
+    let donations_n = DONATIONS.len() as i64;
+    assert_eq!(
+        donation["metrics"][1],
+        serde_json::json!({
+            "value": donations_total as f64 / 100.0,
+            "currency": "GBP",
+            "short": "\u{a3}59.98",
+            "long": "\u{a3}59.98",
+        })
+    );
+    // 59.98 / 4 = 14.995 exactly; written to the penny it rounds up.
+    let average = &donation["metrics"][2];
+    assert_eq!(
+        average["value"],
+        donations_total as f64 / 100.0 / donations_n as f64
+    );
+    assert_eq!(average["long"], "\u{a3}15.00");
+
+    // Totals under a goal filter, and per day: one currency, exact.
+    let filter = serde_json::json!([["is", "event:goal", ["Donation"]]]);
+    let totals = v2(serde_json::json!({
+        "metrics": ["total_revenue"],
+        "date_range": dates,
+        "filters": filter,
+    }))
+    .await;
+    assert_eq!(
+        totals["results"][0]["metrics"][0]["long"], "\u{a3}59.98",
+        "{totals}"
+    );
+    assert!(totals["meta"].get("metric_warnings").is_none(), "{totals}");
+    let daily = v2(serde_json::json!({
+        "metrics": ["total_revenue"],
+        "date_range": dates,
+        "filters": filter,
+        "dimensions": ["time:day"],
+    }))
+    .await;
+    let mut by_day: BTreeMap<String, f64> = BTreeMap::new();
+    for (day, cents) in DONATIONS {
+        *by_day.entry(format!("2026-11-{}", 20 + day)).or_default() += *cents as f64 / 100.0;
+    }
+    let shown: BTreeMap<String, f64> = daily["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let day = r["dimensions"][0].as_str().unwrap().to_owned();
+            (day, r["metrics"][0]["value"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(shown, by_day, "{daily}");
+    // Unfiltered totals mix currencies; another dimension has no revenue.
+    let mixed = v2(serde_json::json!({"metrics": ["total_revenue"], "date_range": dates})).await;
+    assert_eq!(mixed["results"][0]["metrics"][0], Value::Null);
+    let by_source = v2(serde_json::json!({
+        "metrics": ["visitors", "total_revenue"],
+        "date_range": dates,
+        "dimensions": ["visit:source"],
+    }))
+    .await;
+    assert_eq!(
+        by_source["results"][0]["metrics"][1],
+        Value::Null,
+        "{by_source}"
+    );
+    assert_eq!(
+        by_source["meta"]["metric_warnings"]["total_revenue"]["code"],
+        "unsupported_dimension"
+    );
 }

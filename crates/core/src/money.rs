@@ -176,6 +176,113 @@ impl<'de> Deserialize<'de> for Amount {
     }
 }
 
+impl Amount {
+    /// Rounded half away from zero to `places` fraction digits (at most
+    /// six): `(negative, whole, fraction)`.
+    fn rounded(self, places: u32) -> (bool, u128, u128) {
+        let places = places.min(SCALE_DIGITS as u32);
+        let step = 10_u128.pow(SCALE_DIGITS as u32 - places);
+        let abs = self.0.unsigned_abs();
+        let units = (abs + step / 2) / step;
+        let per = 10_u128.pow(places);
+        (self.0 < 0 && units != 0, units / per, units % per)
+    }
+
+    /// The amount as a float, for APIs that answer numbers (`59.97`).
+    pub fn to_f64(self) -> f64 {
+        self.to_string().parse().unwrap_or(0.0)
+    }
+}
+
+/// Digits after the decimal point in a currency's usual notation (ISO
+/// 4217's minor unit): 0 for the yen or the won, 3 for the dinars of
+/// Bahrain, Iraq, Jordan, Kuwait, Libya and Tunisia and the rial of Oman,
+/// 2 otherwise.
+pub fn minor_digits(currency: &str) -> u32 {
+    match currency {
+        "BIF" | "CLP" | "DJF" | "GNF" | "ISK" | "JPY" | "KMF" | "KRW" | "PYG" | "RWF" | "UGX"
+        | "UYI" | "VND" | "VUV" | "XAF" | "XOF" | "XPF" => 0,
+        "BHD" | "IQD" | "JOD" | "KWD" | "LYD" | "OMR" | "TND" => 3,
+        _ => 2,
+    }
+}
+
+/// The symbol written before an amount where one is unambiguous; other
+/// currencies are written with their code (`CHF 12.00`).
+fn symbol(currency: &str) -> Option<&'static str> {
+    Some(match currency {
+        "USD" => "$",
+        "EUR" => "\u{20ac}",
+        "GBP" => "\u{a3}",
+        "JPY" => "\u{a5}",
+        "INR" => "\u{20b9}",
+        "KRW" => "\u{20a9}",
+        "ILS" => "\u{20aa}",
+        "VND" => "\u{20ab}",
+        "CNY" => "CN\u{a5}",
+        "AUD" => "A$",
+        "CAD" => "CA$",
+        "NZD" => "NZ$",
+        "HKD" => "HK$",
+        "MXN" => "MX$",
+        "BRL" => "R$",
+        _ => return None,
+    })
+}
+
+fn with_symbol(currency: &str, negative: bool, digits: &str) -> String {
+    let sign = if negative { "-" } else { "" };
+    match symbol(currency) {
+        Some(sym) => format!("{sign}{sym}{digits}"),
+        None => format!("{sign}{currency}\u{a0}{digits}"),
+    }
+}
+
+/// An amount written out in full, rounded to the currency's minor unit,
+/// with thousands separators: `$1,234.50`, `\u{a5}1,235`, `-\u{20ac}5.00`,
+/// `CHF 12.00`.
+pub fn format_long(amount: Amount, currency: &str) -> String {
+    let places = minor_digits(currency);
+    let (negative, whole, fraction) = amount.rounded(places);
+    let text = whole.to_string();
+    let mut grouped = String::with_capacity(text.len() + text.len() / 3);
+    for (i, c) in text.chars().enumerate() {
+        if i > 0 && (text.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    if places > 0 {
+        grouped = format!("{grouped}.{fraction:0>width$}", width = places as usize);
+    }
+    with_symbol(currency, negative, &grouped)
+}
+
+/// An amount written short: in full below a thousand, else one decimal
+/// and K, M, B or T (`$1.2K`, `\u{20ac}3M`).
+pub fn format_short(amount: Amount, currency: &str) -> String {
+    let (negative, whole, _) = amount.rounded(0);
+    if whole < 1000 {
+        return format_long(amount, currency);
+    }
+    let (mut scaled, mut unit) = (whole, "K");
+    let mut divisor = 1000_u128;
+    for next in ["M", "B", "T"] {
+        if whole >= divisor * 1000 {
+            divisor *= 1000;
+            unit = next;
+        }
+    }
+    // One decimal, rounded half up.
+    scaled = (scaled * 10 + divisor / 2) / divisor;
+    let digits = if scaled % 10 == 0 {
+        format!("{}{unit}", scaled / 10)
+    } else {
+        format!("{}.{}{unit}", scaled / 10, scaled % 10)
+    };
+    with_symbol(currency, negative, &digits)
+}
+
 /// The revenue of one report row in one currency: the exact total and the
 /// number of conversions that carried it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -293,6 +400,29 @@ mod tests {
             "-0.666667"
         );
         assert_eq!(Amount::parse("5").unwrap().divided_by(0).to_string(), "0");
+    }
+
+    #[test]
+    fn amounts_are_written_in_each_currencys_notation() {
+        let cases = [
+            ("1234.5", "USD", "$1,234.50", "$1.2K"),
+            ("39.98", "EUR", "\u{20ac}39.98", "\u{20ac}39.98"),
+            ("999.996", "GBP", "\u{a3}1,000.00", "\u{a3}1K"),
+            ("1234.5", "JPY", "\u{a5}1,235", "\u{a5}1.2K"),
+            ("-5", "EUR", "-\u{20ac}5.00", "-\u{20ac}5.00"),
+            ("12", "CHF", "CHF\u{a0}12.00", "CHF\u{a0}12.00"),
+            ("1.2345", "KWD", "KWD\u{a0}1.235", "KWD\u{a0}1.235"),
+            ("2500000", "USD", "$2,500,000.00", "$2.5M"),
+            ("1999999", "USD", "$1,999,999.00", "$2M"),
+            ("0.004", "USD", "$0.00", "$0.00"),
+            ("-0.004", "USD", "$0.00", "$0.00"),
+        ];
+        for (amount, currency, long, short) in cases {
+            let a = Amount::parse(amount).unwrap();
+            assert_eq!(format_long(a, currency), long, "{amount} {currency}");
+            assert_eq!(format_short(a, currency), short, "{amount} {currency}");
+        }
+        assert_eq!(Amount::parse("59.97").unwrap().to_f64(), 59.97);
     }
 
     proptest! {

@@ -11,13 +11,19 @@
 //! Not supported (a 400 that says so): more than one non-time dimension,
 //! `has_done`/`has_not_done`/segment filters, `or` across dimensions, and
 //! the `visit:*_version`, `*_name` and `*_hostname` dimensions.
+//! `total_revenue` and `average_revenue` are answered without a dimension,
+//! by time or by `event:goal` (revenue is kept per goal); by any other
+//! dimension, in several currencies or with no revenue they are null with a
+//! `meta.metric_warnings` entry, as Plausible answers.
 
 use crate::Millis;
 use crate::dimension::{Dimension, Level, prop_key};
 use crate::filter::{Filter, Op, Patterns, Predicate};
+use crate::money::{self, RevenueSum};
 use crate::range::{DateRange, MAX_HOURLY_DAYS, MAX_RANGE_DAYS};
 use crate::zone::{Zone, format_date, parse_date};
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use time::{Date, Duration, Month};
 
 /// A metric of the Stats API.
@@ -47,11 +53,15 @@ pub enum Metric {
     TimeOnPage,
     /// Average deepest scroll per page view, percent (page rows).
     ScrollDepth,
+    /// Revenue of goal conversions in one currency ([`revenue_value`]).
+    TotalRevenue,
+    /// Average revenue per conversion that carried revenue.
+    AverageRevenue,
 }
 
 impl Metric {
     /// Every metric, by its API name.
-    pub const ALL: [(&'static str, Metric); 12] = [
+    pub const ALL: [(&'static str, Metric); 14] = [
         ("visitors", Self::Visitors),
         ("visits", Self::Visits),
         ("pageviews", Self::Pageviews),
@@ -64,6 +74,8 @@ impl Metric {
         ("group_conversion_rate", Self::GroupConversionRate),
         ("time_on_page", Self::TimeOnPage),
         ("scroll_depth", Self::ScrollDepth),
+        ("total_revenue", Self::TotalRevenue),
+        ("average_revenue", Self::AverageRevenue),
     ];
 
     /// Parses an API name.
@@ -79,6 +91,11 @@ impl Metric {
             .map_or("", |(n, _)| n)
     }
 
+    /// `total_revenue` or `average_revenue`.
+    pub fn is_revenue(self) -> bool {
+        matches!(self, Self::TotalRevenue | Self::AverageRevenue)
+    }
+
     /// Metrics of visits, which Plausible does not combine with event
     /// dimensions other than `event:page`.
     pub fn is_session_metric(self) -> bool {
@@ -87,6 +104,105 @@ impl Metric {
             Self::Visits | Self::BounceRate | Self::VisitDuration | Self::ViewsPerVisit
         )
     }
+}
+
+/// A revenue metric's value as Plausible answers it:
+/// `{value, currency, short, long}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MoneyValue {
+    /// The amount (exact decimal, as a JSON number).
+    pub value: f64,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// Short notation (`$1.2K`).
+    pub short: String,
+    /// Full notation (`$1,234.50`).
+    pub long: String,
+}
+
+/// Why a revenue metric is null; reported once per metric in
+/// `meta.metric_warnings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevenueWarning {
+    /// No conversion in the query's scope carried revenue.
+    NoRevenueGoalsMatching,
+    /// The revenue is in more than one currency, and Tally does not
+    /// convert.
+    NoSingleRevenueCurrency,
+    /// Revenue is kept per goal, so it is answered without a breakdown
+    /// (totals, time series) or by `event:goal`, not by other dimensions.
+    UnsupportedDimension,
+}
+
+impl RevenueWarning {
+    /// The warning's code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::NoRevenueGoalsMatching => "no_revenue_goals_matching",
+            Self::NoSingleRevenueCurrency => "no_single_revenue_currency",
+            Self::UnsupportedDimension => "unsupported_dimension",
+        }
+    }
+
+    /// The warning's text.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::NoRevenueGoalsMatching => {
+                "Revenue metrics are null as there are no matching revenue goals."
+            }
+            Self::NoSingleRevenueCurrency => {
+                "Revenue metrics are null as there are multiple currencies for the selected event:goals."
+            }
+            Self::UnsupportedDimension => {
+                "Revenue metrics are answered without a dimension, by time or by event:goal."
+            }
+        }
+    }
+}
+
+/// The one currency of rows that must share one (totals, a time series):
+/// `None` when no row has revenue, an error when they have several.
+pub fn single_currency<'a>(
+    rows: impl IntoIterator<Item = &'a BTreeMap<String, RevenueSum>>,
+) -> Result<Option<&'a str>, RevenueWarning> {
+    let mut found: Option<&str> = None;
+    for currency in rows.into_iter().flat_map(|r| r.keys()) {
+        match found {
+            Some(c) if c != currency => return Err(RevenueWarning::NoSingleRevenueCurrency),
+            _ => found = Some(currency),
+        }
+    }
+    Ok(found)
+}
+
+/// A revenue metric of one row whose revenue per currency is `sums`.
+/// `currency` is the query's one currency when rows share it: a row
+/// without revenue is then 0 in it, where alone it would be null.
+pub fn revenue_value(
+    metric: Metric,
+    sums: &BTreeMap<String, RevenueSum>,
+    currency: Option<&str>,
+) -> Result<MoneyValue, RevenueWarning> {
+    let mut it = sums.iter();
+    let (code, sum) = match (it.next(), it.next()) {
+        (Some(_), Some(_)) => return Err(RevenueWarning::NoSingleRevenueCurrency),
+        (Some((code, sum)), None) => (code.as_str(), *sum),
+        (None, _) => match currency {
+            Some(code) => (code, RevenueSum::default()),
+            None => return Err(RevenueWarning::NoRevenueGoalsMatching),
+        },
+    };
+    let amount = if metric == Metric::AverageRevenue {
+        sum.average()
+    } else {
+        sum.total
+    };
+    Ok(MoneyValue {
+        value: amount.to_f64(),
+        currency: code.to_owned(),
+        short: money::format_short(amount, code),
+        long: money::format_long(amount, code),
+    })
 }
 
 /// A time dimension's granularity.
@@ -830,4 +946,66 @@ pub fn day_label(day: Date) -> String {
 /// The label of an hour bucket from Tally's `YYYY-MM-DD HH:00`.
 pub fn hour_label(local: &str) -> String {
     format!("{local}:00")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::money::Amount;
+
+    fn sums(entries: &[(&str, &[&str])]) -> BTreeMap<String, RevenueSum> {
+        entries
+            .iter()
+            .map(|(code, amounts)| {
+                let mut sum = RevenueSum::default();
+                for a in *amounts {
+                    sum.record(Amount::parse(a).unwrap());
+                }
+                ((*code).to_owned(), sum)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn revenue_metrics_answer_one_currency_or_say_why_not() {
+        let eur = sums(&[("EUR", &["19.99", "19.99", "5"])]);
+        let total = revenue_value(Metric::TotalRevenue, &eur, None).unwrap();
+        assert_eq!(
+            (total.value, total.currency.as_str(), total.long.as_str()),
+            (44.98, "EUR", "\u{20ac}44.98")
+        );
+        let average = revenue_value(Metric::AverageRevenue, &eur, None).unwrap();
+        assert_eq!(
+            (average.value, average.long.as_str()),
+            (14.993333, "\u{20ac}14.99")
+        );
+        let mixed = sums(&[("EUR", &["1"]), ("USD", &["2"])]);
+        assert_eq!(
+            revenue_value(Metric::TotalRevenue, &mixed, None),
+            Err(RevenueWarning::NoSingleRevenueCurrency)
+        );
+        let none = BTreeMap::new();
+        assert_eq!(
+            revenue_value(Metric::TotalRevenue, &none, None),
+            Err(RevenueWarning::NoRevenueGoalsMatching)
+        );
+        let zero = revenue_value(Metric::AverageRevenue, &none, Some("USD")).unwrap();
+        assert_eq!((zero.value, zero.long.as_str()), (0.0, "$0.00"));
+    }
+
+    #[test]
+    fn rows_share_a_currency_only_when_they_all_have_the_same_one() {
+        let (eur, usd, none) = (
+            sums(&[("EUR", &["1"])]),
+            sums(&[("USD", &["1"])]),
+            BTreeMap::new(),
+        );
+        assert_eq!(single_currency([&eur, &none, &eur]), Ok(Some("EUR")));
+        assert_eq!(single_currency([&none, &none]), Ok(None));
+        assert_eq!(
+            single_currency([&eur, &usd]),
+            Err(RevenueWarning::NoSingleRevenueCurrency)
+        );
+    }
 }

@@ -18,12 +18,13 @@ use tally_core::aggregate::{Aggregate, Metrics};
 use tally_core::dimension::{Dimension, Level};
 use tally_core::filter::Filter;
 use tally_core::goal::Matcher;
+use tally_core::money::RevenueSum;
 use tally_core::range::{self, DateRange, Interval};
 use tally_core::report::{self, percent};
 use tally_core::rollup::{compile_goals, goals_fingerprint};
 use tally_core::site::Site;
 use tally_core::stats_api::{
-    self, Context, Granularity, Metric, Query, QueryDimension, dimension_name,
+    self, Context, Granularity, Metric, Query, QueryDimension, RevenueWarning, dimension_name,
 };
 use tally_core::zone::format_date;
 use tally_store::clock::Clock;
@@ -106,6 +107,8 @@ struct Answer {
     total_rows: usize,
     time_labels: Vec<String>,
     warnings: Vec<tally_core::plan::Warning>,
+    /// Why a metric is null, by metric name.
+    metric_warnings: BTreeMap<&'static str, RevenueWarning>,
 }
 
 impl Answer {
@@ -122,6 +125,17 @@ impl Answer {
         }
         if !self.warnings.is_empty() {
             meta.insert("warnings".into(), json!(self.warnings));
+        }
+        if !self.metric_warnings.is_empty() {
+            let warnings: Map<String, Value> = self
+                .metric_warnings
+                .iter()
+                .map(|(metric, w)| {
+                    let body = json!({"code": w.code(), "warning": w.message()});
+                    ((*metric).to_owned(), body)
+                })
+                .collect();
+            meta.insert("metric_warnings".into(), Value::Object(warnings));
         }
         json!({
             "results": self.rows.into_iter().map(|(d, m)| json!({"metrics": m, "dimensions": d})).collect::<Vec<_>>(),
@@ -154,9 +168,12 @@ async fn run<S: QueryStore>(
     now: i64,
 ) -> Result<Answer, ApiError> {
     let zone = site.zone();
+    let revenue = q.metrics.iter().any(|m| m.is_revenue());
     let (dims, props): (Vec<Dimension>, Vec<String>) = match q.breakdown() {
         Some(QueryDimension::Dim(d)) => (vec![*d], vec![]),
         Some(QueryDimension::Prop(k)) => (vec![], vec![k.clone()]),
+        // Revenue is kept per goal: totals sum the goal rows.
+        _ if revenue => (vec![Dimension::Goal], vec![]),
         _ => (vec![], vec![]),
     };
     let needs_goals = dims.contains(&Dimension::Goal)
@@ -208,14 +225,47 @@ async fn run<S: QueryStore>(
         None
     };
 
+    // Revenue: per goal row by `event:goal`, else one sum per bucket over
+    // the goal rows the filter keeps, in the currency the buckets share.
+    let goal_breakdown = q.breakdown() == Some(&QueryDimension::Dim(Dimension::Goal));
+    let bucket_revenue: BTreeMap<&Vec<String>, BTreeMap<String, RevenueSum>> =
+        if revenue && q.breakdown().is_none() {
+            buckets
+                .iter()
+                .map(|(label, agg)| (label, goal_revenue(agg, &q.filter)))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+    let shared = if goal_breakdown {
+        Ok(None)
+    } else if q.breakdown().is_some() {
+        Err(RevenueWarning::UnsupportedDimension)
+    } else {
+        stats_api::single_currency(bucket_revenue.values())
+    };
+    let mut metric_warnings = BTreeMap::new();
+
     let mut rows: Vec<(Vec<Value>, Vec<Value>, Vec<f64>)> = Vec::new();
     for (label, agg) in &buckets {
         let base_agg = base.as_ref().and_then(|b| b.get(label));
         let time_value: Vec<Value> = label.iter().map(|l| json!(l)).collect();
-        let row_metrics = |m: &Metrics, group: Option<&Metrics>, level: Option<Level>| {
+        let mut row_metrics = |m: &Metrics, group: Option<&Metrics>, level: Option<Level>| {
+            let sums = bucket_revenue.get(label).unwrap_or(&m.revenue);
             q.metrics
                 .iter()
                 .map(|metric| {
+                    if metric.is_revenue() {
+                        let value = shared
+                            .and_then(|currency| stats_api::revenue_value(*metric, sums, currency));
+                        return match value {
+                            Ok(v) => json!(v),
+                            Err(w) => {
+                                metric_warnings.entry(metric.name()).or_insert(w);
+                                Value::Null
+                            }
+                        };
+                    }
                     metric_value(
                         *metric,
                         m,
@@ -279,7 +329,27 @@ async fn run<S: QueryStore>(
         total_rows,
         time_labels: time_labels(q, &zone),
         warnings: read.warnings().to_vec(),
+        metric_warnings,
     })
+}
+
+/// A bucket's revenue per currency: the sum of its goal rows that pass the
+/// query's goal filters.
+fn goal_revenue(agg: &Aggregate, filter: &Filter) -> BTreeMap<String, RevenueSum> {
+    let mut out: BTreeMap<String, RevenueSum> = BTreeMap::new();
+    let goal_filters: Vec<_> = filter
+        .predicates
+        .iter()
+        .filter(|p| p.dimension == Dimension::Goal)
+        .collect();
+    for (goal, m) in agg.dims.get(&Dimension::Goal).into_iter().flatten() {
+        if goal_filters.iter().all(|p| p.matches(Some(goal))) {
+            for (currency, sum) in &m.revenue {
+                out.entry(currency.clone()).or_default().add(sum);
+            }
+        }
+    }
+    out
 }
 
 /// Aggregates per time bucket (keyed by its label; one unlabelled bucket
@@ -417,6 +487,8 @@ fn metric_value(
         }
         Metric::TimeOnPage => json!(report::time_on_page(m)),
         Metric::ScrollDepth => json!(report::scroll_depth(m)),
+        // Answered per row in `run`, which knows the query's currency.
+        Metric::TotalRevenue | Metric::AverageRevenue => Value::Null,
     }
 }
 
