@@ -111,7 +111,7 @@ fn budget(day: i64, visitor: u32) -> (u64, u64) {
 
 /// Through Plausible's door (milliseconds) or Tally's (whole seconds).
 fn plausible(visitor: u32) -> bool {
-    visitor % 3 == 0
+    visitor.is_multiple_of(3)
 }
 
 fn journey(day: i64, visitor: u32) -> &'static [Step] {

@@ -171,6 +171,21 @@ async fn dev_serves_the_stack_and_keeps_data_across_restarts() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `tally dev` on a fresh data directory named for the test: the stack
+/// and its DynamoDB endpoint.
+fn fresh(name: &str) -> (Dev, String, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("tally-dev-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let dev = start(&dir);
+    let endpoint = dev.ready["dynamodb"].clone();
+    (dev, endpoint, dir)
+}
+
+/// A command line's words (none of these tests' arguments has a space).
+fn words(command: &str) -> Vec<&str> {
+    command.split_whitespace().collect()
+}
+
 fn tally(endpoint: &str, args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tally"))
         .args(args)
@@ -188,10 +203,7 @@ fn tally(endpoint: &str, args: &[&str]) -> (bool, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn site_commands_set_both_retentions_and_the_job_runs_by_hand() {
-    let dir = std::env::temp_dir().join(format!("tally-dev-admin-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let dev = start(&dir);
-    let endpoint = dev.ready["dynamodb"].clone();
+    let (dev, endpoint, dir) = fresh("admin");
     let (ok, out) = tally(
         &endpoint,
         &[
@@ -265,11 +277,58 @@ async fn site_commands_set_both_retentions_and_the_job_runs_by_hand() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn funnel_commands_refuse_bad_definitions_and_change_nothing() {
-    let dir = std::env::temp_dir().join(format!("tally-dev-funnel-{}", std::process::id()));
+async fn site_exclusions_refuse_bad_networks_and_paths_and_change_nothing() {
+    let (dev, endpoint, dir) = fresh("exclude");
+    let run = |command: &str| tally(&endpoint, &words(command));
+    // A bad network at creation: no site.
+    let (ok, out) = run("site create --domain x.example --id x --exclude-network 10.0.0.0/33");
+    assert!(
+        !ok && out.contains("invalid network \"10.0.0.0/33\""),
+        "{out}"
+    );
+    let (_, out) = run("site list");
+    assert!(!out.contains("x.example"), "{out}");
+
+    let (ok, out) = run(
+        "site create --domain x.example --id x --exclude-network 203.0.113.7/24 --exclude-path /admin/*",
+    );
+    assert!(ok, "{out}");
+    // Stored in canonical form.
+    let settled = "excluded: networks [203.0.113.0/24], paths [/admin/*]";
+    assert!(out.contains(settled), "{out}");
+    let long = format!("/{}", "a".repeat(300));
+    let many: String = (0..101)
+        .map(|i| format!(" --exclude-network 10.0.{i}.0/24"))
+        .collect();
+    for (command, error) in [
+        (
+            "--exclude-network office".to_owned(),
+            "invalid network \"office\"",
+        ),
+        (
+            "--exclude-path admin".to_owned(),
+            "invalid path pattern \"admin\"",
+        ),
+        (format!("--exclude-path {long}"), "at most 300 bytes"),
+        (many, "at most 100 excluded networks"),
+    ] {
+        let (ok, out) = run(&format!("site update --site x {command}"));
+        assert!(!ok, "{command}: {out}");
+        assert!(out.contains(error), "{error}: {out}");
+    }
+    // Nothing changed: an update that sets the same zone shows them.
+    let (ok, out) = run("site update --site x --timezone UTC");
+    assert!(ok, "{out}");
+    assert!(out.contains(settled), "{out}");
+    let (ok, out) = run("site update --site x --clear-exclusions");
+    assert!(ok && !out.contains("excluded:"), "{out}");
+    drop(dev);
     let _ = std::fs::remove_dir_all(&dir);
-    let dev = start(&dir);
-    let endpoint = dev.ready["dynamodb"].clone();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn funnel_commands_refuse_bad_definitions_and_change_nothing() {
+    let (dev, endpoint, dir) = fresh("funnel");
     let (ok, out) = tally(
         &endpoint,
         &["site", "create", "--domain", "f.example", "--id", "f"],

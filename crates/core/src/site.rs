@@ -17,6 +17,13 @@ pub const MAX_HISTORY_DAYS: u32 = 36_500;
 /// The longest raw retention a site may ask for.
 pub const MAX_RETENTION_DAYS: u32 = 3650;
 
+/// Most excluded networks, and most excluded paths, per site: every ingest
+/// checks them all, and the site item is read on each cold start.
+pub const MAX_EXCLUSIONS: usize = 100;
+
+/// Longest excluded path pattern, in bytes.
+pub const MAX_EXCLUDED_PATH: usize = 300;
+
 /// A tracked site.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Site {
@@ -56,16 +63,31 @@ pub struct Cidr {
 }
 
 impl Cidr {
-    /// Parses `10.0.0.0/8`, `2001:db8::/32`, or one address.
+    /// Parses `10.0.0.0/8`, `2001:db8::/32`, or one address. Host bits
+    /// are cleared: `203.0.113.7/24` is `203.0.113.0/24`.
     pub fn parse(text: &str) -> Option<Self> {
+        use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
         let (addr, prefix) = match text.trim().split_once('/') {
             Some((a, p)) => (a, Some(p.parse::<u8>().ok()?)),
             None => (text.trim(), None),
         };
-        let net: std::net::IpAddr = addr.parse().ok()?;
+        let net: IpAddr = addr.parse().ok()?;
         let max = if net.is_ipv4() { 32 } else { 128 };
         let prefix = prefix.unwrap_or(max);
-        (prefix <= max).then_some(Self { net, prefix })
+        if prefix > max {
+            return None;
+        }
+        let net = match net {
+            IpAddr::V4(v) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+                IpAddr::V4(Ipv4Addr::from(u32::from(v) & mask))
+            }
+            IpAddr::V6(v) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(v) & mask))
+            }
+        };
+        Some(Self { net, prefix })
     }
 
     /// Whether an address is inside.
@@ -139,9 +161,14 @@ pub enum SiteError {
     /// Not an address or network in CIDR form.
     #[error("invalid network {0:?}: expected CIDR such as 203.0.113.0/24 or 2001:db8::/32")]
     InvalidNetwork(String),
-    /// An excluded path pattern that does not start with `/`.
-    #[error("invalid path pattern {0:?}: expected a path such as /admin/*")]
+    /// An excluded path pattern that does not start with `/` or is too long.
+    #[error(
+        "invalid path pattern {0:?}: expected a path such as /admin/* of at most {MAX_EXCLUDED_PATH} bytes"
+    )]
     InvalidPath(String),
+    /// More exclusions of one kind than [`MAX_EXCLUSIONS`].
+    #[error("at most {MAX_EXCLUSIONS} excluded networks and {MAX_EXCLUSIONS} excluded paths")]
+    TooManyExclusions,
 }
 
 impl Site {
@@ -191,13 +218,17 @@ impl Site {
         if self.history_days > MAX_HISTORY_DAYS {
             return Err(SiteError::InvalidHistory);
         }
+        if self.exclude_networks.len() > MAX_EXCLUSIONS || self.exclude_paths.len() > MAX_EXCLUSIONS
+        {
+            return Err(SiteError::TooManyExclusions);
+        }
         for n in &self.exclude_networks {
             if Cidr::parse(n).is_none() {
                 return Err(SiteError::InvalidNetwork(n.clone()));
             }
         }
         for p in &self.exclude_paths {
-            if !p.starts_with('/') || p.len() > 300 {
+            if !p.starts_with('/') || p.len() > MAX_EXCLUDED_PATH {
                 return Err(SiteError::InvalidPath(p.clone()));
             }
         }
@@ -366,6 +397,54 @@ mod tests {
         assert!(!site.excludes_path("/previews"));
         site.exclude_networks.push("office".into());
         assert!(matches!(site.validate(), Err(SiteError::InvalidNetwork(_))));
+        for (given, canonical) in [
+            ("203.0.113.7/24", "203.0.113.0/24"),
+            ("198.51.100.9", "198.51.100.9/32"),
+            ("10.1.2.3/0", "0.0.0.0/0"),
+            ("2001:db8:5:1::7/48", "2001:db8:5::/48"),
+            ("::1", "::1/128"),
+        ] {
+            assert_eq!(Cidr::parse(given).unwrap().to_text(), canonical, "{given}");
+        }
+    }
+
+    #[test]
+    fn refuses_bad_or_too_many_exclusions() {
+        let site = Site::new("blog", &["example.com".into()], "UTC", 0).unwrap();
+        let with = |networks: Vec<String>, paths: Vec<String>| {
+            let mut s = site.clone();
+            s.exclude_networks = networks;
+            s.exclude_paths = paths;
+            s.validate()
+        };
+        let many = |f: fn(usize) -> String, n| (0..n).map(f).collect::<Vec<_>>();
+        let net = |i: usize| format!("10.{}.{}.0/24", i / 256, i % 256);
+        let path = |i: usize| format!("/p{i}");
+        assert_eq!(
+            with(many(net, MAX_EXCLUSIONS), many(path, MAX_EXCLUSIONS)),
+            Ok(())
+        );
+        assert_eq!(
+            with(many(net, MAX_EXCLUSIONS + 1), vec![]),
+            Err(SiteError::TooManyExclusions)
+        );
+        assert_eq!(
+            with(vec![], many(path, MAX_EXCLUSIONS + 1)),
+            Err(SiteError::TooManyExclusions)
+        );
+        let long = format!("/{}", "a".repeat(MAX_EXCLUDED_PATH));
+        for bad in ["admin/*".to_owned(), long] {
+            assert_eq!(
+                with(vec![], vec![bad.clone()]),
+                Err(SiteError::InvalidPath(bad))
+            );
+        }
+        for bad in ["10.0.0.0/33", "2001:db8::/129", "10.0.0", "::/x"] {
+            assert_eq!(
+                with(vec![bad.into()], vec![]),
+                Err(SiteError::InvalidNetwork(bad.into()))
+            );
+        }
     }
 
     #[test]
