@@ -454,6 +454,60 @@ async function main() {
     await checkFiltered();
   });
 
+  // ---- 5b. Shared links: a fresh browser with no key -------------------
+  const shareLink = async (...options) => {
+    const out = await run(TALLY_BIN, ['share', 'create', '--site', 'demo', '--query-url', http, ...options, ...target]);
+    const url = out.stdout.split(/\s+/).find(w => w.includes('#share='));
+    assert.ok(url, out.stdout);
+    return url;
+  };
+  const shareCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  shareCtx.setDefaultTimeout(TIMEOUT);
+  const sharePage = await shareCtx.newPage();
+  sharePage.on('pageerror', e => consoleErrors.push(`shared: uncaught: ${e.message}`));
+  sharePage.on('console', m => { if (m.type() === 'error' && !/status of 401/.test(m.text())) consoleErrors.push(`shared: ${m.text()}`); });
+  await check('a shared link opens the dashboard without a key, read-only, with the API numbers', async () => {
+    const url = await shareLink('--label', 'Team board');
+    const q = url.replace('#', '?period=today#');
+    await sharePage.goto(q);
+    await waitIdle(sharePage);
+    assert.ok(await sharePage.isHidden('[data-testid="key-input"]'), 'no key form');
+    assert.equal((await sharePage.textContent('[data-testid="shared-badge"]')).trim(), 'Shared: Team board');
+    assert.ok(await sharePage.isHidden('#signout'), 'no "Change key"');
+    await eventually(async () => assert.deepEqual(await shownTotals(sharePage), expectedTotals(api.stats.results)));
+    assert.ok(sharePage.url().includes('#share=ts_'), 'the link stays in the URL');
+    assert.equal(await sharePage.evaluate(() => localStorage.getItem('tally.key')), null, 'nothing stored as a key');
+  });
+  await check('a filtered, password-protected link asks for its password, refuses a wrong one, then shows the filtered numbers', async () => {
+    const url = await shareLink('--filter', 'page==/demo/pricing', '--password', 'correct horse battery');
+    await sharePage.goto('about:blank'); // a new document, not a fragment change
+    await sharePage.goto(url.replace('#', '?period=today#'));
+    await sharePage.waitForSelector('[data-testid="share-password"]', { state: 'visible' });
+    await sharePage.fill('[data-testid="share-password"]', 'wrong horse');
+    await sharePage.click('[data-testid="share-submit"]');
+    await eventually(async () => assert.match(await sharePage.textContent('#share-error'), /Wrong password/));
+    await sharePage.fill('[data-testid="share-password"]', 'correct horse battery');
+    await sharePage.click('[data-testid="share-submit"]');
+    await waitIdle(sharePage);
+    const filtered = await apiGet('stats?period=today&filters=page%3D%3D%2Fdemo%2Fpricing');
+    await eventually(async () => assert.deepEqual(await shownTotals(sharePage), expectedTotals(filtered.results)));
+    assert.ok(await sharePage.isHidden('[data-testid="realtime"]'), 'no unfiltered realtime on a filtered link');
+    // A reload keeps the session for this tab.
+    await sharePage.reload();
+    await waitIdle(sharePage);
+    await eventually(async () => assert.deepEqual(await shownTotals(sharePage), expectedTotals(filtered.results)));
+  });
+  await check('a revoked link says so on its next load', async () => {
+    const url = await shareLink('--label', 'soon revoked');
+    const prefix = url.split('#share=')[1].slice(0, 9);
+    await run(TALLY_BIN, ['share', 'revoke', '--site', 'demo', prefix, ...target]);
+    await sharePage.goto('about:blank');
+    await sharePage.goto(url);
+    await eventually(async () => assert.match(await sharePage.textContent('#share-title'), /no longer opens/));
+    assert.ok(await sharePage.isHidden('[data-testid="share-password"]'));
+  });
+  await shareCtx.close();
+
   // ---- 6. Error states (a separate page: these provoke failed requests) ---
   const errCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
   errCtx.setDefaultTimeout(TIMEOUT);

@@ -86,19 +86,9 @@ pub enum KeyCommand {
         label: String,
     },
     /// List a site's keys (prefixes only).
-    List {
-        /// The site id.
-        #[arg(long)]
-        site: String,
-    },
+    List(SiteArg),
     /// Revoke a key by its listed prefix or the full key.
-    Revoke {
-        /// The site id.
-        #[arg(long)]
-        site: String,
-        /// The key or its prefix as listed.
-        key: String,
-    },
+    Revoke(RevokeArg),
 }
 
 /// `--site`: the site a command is about.
@@ -107,6 +97,16 @@ pub struct SiteArg {
     /// The site id.
     #[arg(long)]
     pub site: String,
+}
+
+/// `--site` and a key or shared link, whole or by its listed prefix.
+#[derive(Args, Debug)]
+pub struct RevokeArg {
+    /// The site id.
+    #[arg(long)]
+    pub site: String,
+    /// The key or link, or its prefix as listed.
+    pub value: String,
 }
 
 /// `--site` and the id of one of its goals or funnels.
@@ -534,7 +534,7 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
             let key = create_key(&store, &site, &label).await?;
             writeln!(out, "api key (shown once, store it now): {key}")?;
         }
-        KeyCommand::List { site } => {
+        KeyCommand::List(SiteArg { site }) => {
             for k in store.api_keys(&site).await? {
                 let state = if k.revoked_at.is_some() {
                     "revoked"
@@ -548,24 +548,9 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
                 )?;
             }
         }
-        KeyCommand::Revoke { site, key } => {
-            let prefix = key.trim_end_matches('…');
-            let matches: Vec<ApiKeyRecord> = store
-                .api_keys(&site)
-                .await?
-                .into_iter()
-                .filter(|k| {
-                    k.hash == auth::hash_key(prefix)
-                        || prefix.starts_with(&k.prefix)
-                        || k.prefix.starts_with(prefix)
-                })
-                .collect();
-            let [record] = matches.as_slice() else {
-                bail!(
-                    "{} keys match {prefix:?}; give the full key or a longer prefix",
-                    matches.len()
-                );
-            };
+        KeyCommand::Revoke(RevokeArg { site, value }) => {
+            let keys = store.api_keys(&site).await?;
+            let record = one_credential(keys, &value, "keys", |k| (&k.hash, &k.prefix))?;
             let mut revoked = record.clone();
             revoked.revoked_at = Some(now_ms());
             store.put_api_key(&site, &revoked).await?;
@@ -573,4 +558,31 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The one credential (a key or a shared link) that `given` names: the
+/// whole credential, or its listed prefix (with or without the `…`).
+/// `fields` gives a record's hash and shown prefix.
+pub fn one_credential<T>(
+    records: Vec<T>,
+    given: &str,
+    noun: &str,
+    fields: impl Fn(&T) -> (&str, &str),
+) -> anyhow::Result<T> {
+    let prefix = given.trim_end_matches('…');
+    let hash = auth::hash_key(prefix);
+    let mut matches: Vec<T> = records
+        .into_iter()
+        .filter(|r| {
+            let (h, shown) = fields(r);
+            h == hash || prefix.starts_with(shown) || shown.starts_with(prefix)
+        })
+        .collect();
+    if matches.len() != 1 {
+        bail!(
+            "{} {noun} match {prefix:?}; give the whole value or a longer prefix",
+            matches.len()
+        );
+    }
+    Ok(matches.remove(0))
 }

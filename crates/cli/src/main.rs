@@ -6,6 +6,7 @@
 mod admin;
 mod dev;
 mod rollup;
+mod share;
 
 use clap::{Parser, Subcommand};
 
@@ -71,6 +72,13 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Manage shared dashboard links (read-only, no key needed).
+    Share {
+        #[command(subcommand)]
+        command: share::ShareCommand,
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 #[tokio::main]
@@ -83,5 +91,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Goal { command, target } => admin::goal(command, &target).await,
         Command::Funnel { command, target } => admin::funnel(command, &target).await,
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,
+        Command::Share { command, target } => share::run(command, &target).await,
     }
 }

@@ -327,6 +327,71 @@ async fn site_exclusions_refuse_bad_networks_and_paths_and_change_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn share_commands_print_a_working_link_once_and_revoke_it() {
+    let (dev, endpoint, dir) = fresh("share");
+    let run = |command: &str| tally(&endpoint, &words(command));
+    let (ok, out) = run("site create --domain s.example --id s");
+    assert!(ok, "{out}");
+    for (options, error) in [
+        ("--filter country", "--filter"),
+        ("--expires 0d", "expiry must be"),
+        ("--expires 2001-01-01", "expiry must be"),
+        ("--password short", "a password must be"),
+    ] {
+        let (ok, out) = run(&format!("share create --site s {options}"));
+        assert!(!ok && out.contains(error), "{options}: {out}");
+    }
+    let (ok, out) = run("share create --site nosuch");
+    assert!(!ok && out.contains("no site"), "{out}");
+    let (_, out) = run("share list --site s");
+    assert_eq!(out.trim(), "", "nothing was stored");
+
+    let base = dev.ready["http"].clone();
+    let (ok, out) = run(&format!(
+        "share create --site s --label board --filter page==/pricing --expires 30d --query-url {base}"
+    ));
+    assert!(ok, "{out}");
+    let url = out
+        .split_whitespace()
+        .find(|w| w.contains("#share="))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        url.starts_with(&format!("{base}/dashboard#share=ts_")),
+        "{url}"
+    );
+    let token = url.split("#share=").nth(1).unwrap();
+    // The link reads its site through the running stack.
+    let access = ureq::get(&format!("{base}/api/sites/s/access"))
+        .header("authorization", &format!("Bearer {token}"))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    assert!(access.contains(r#""filter":"page==/pricing""#), "{access}");
+    let (_, listed) = run("share list --site s");
+    assert!(
+        listed.contains("active") && listed.contains("board"),
+        "{listed}"
+    );
+    assert!(!listed.contains(token), "the token is shown once: {listed}");
+    let prefix = listed.split('…').next().unwrap();
+    let (ok, out) = run(&format!("share revoke --site s {prefix}"));
+    assert!(ok, "{out}");
+    let (_, listed) = run("share list --site s");
+    assert!(listed.contains("revoked"), "{listed}");
+    let refused = ureq::get(&format!("{base}/api/sites/s/access"))
+        .header("authorization", &format!("Bearer {token}"))
+        .call();
+    assert!(
+        matches!(refused, Err(ureq::Error::StatusCode(401))),
+        "{refused:?}"
+    );
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn funnel_commands_refuse_bad_definitions_and_change_nothing() {
     let (dev, endpoint, dir) = fresh("funnel");
     let (ok, out) = tally(

@@ -55,12 +55,23 @@ impl AuthError {
 
 /// A key for a site from 20 random bytes.
 pub fn key_from_bytes(site: &str, bytes: &[u8; 20]) -> String {
-    format!("{KEY_PREFIX}{}.{site}", hex::encode(bytes))
+    credential_from_bytes(KEY_PREFIX, site, bytes)
 }
 
 /// The site a well-formed key belongs to.
 pub fn key_site(key: &str) -> Option<&str> {
-    let rest = key.strip_prefix(KEY_PREFIX)?;
+    credential_site(KEY_PREFIX, key)
+}
+
+/// A credential of this shape (`{prefix}{40 hex}.{site}`; keys and shared
+/// links, [`crate::share`]) from 20 random bytes.
+pub fn credential_from_bytes(prefix: &str, site: &str, bytes: &[u8; 20]) -> String {
+    format!("{prefix}{}.{site}", hex::encode(bytes))
+}
+
+/// The site of a well-formed credential with this prefix.
+pub fn credential_site<'a>(prefix: &str, text: &'a str) -> Option<&'a str> {
+    let rest = text.strip_prefix(prefix)?;
     let random = rest.get(..RANDOM_HEX)?;
     if !random
         .bytes()
@@ -83,12 +94,14 @@ pub fn hash_key(key: &str) -> String {
     hex::encode(ring::digest::digest(&ring::digest::SHA256, key.as_bytes()).as_ref())
 }
 
-/// The key in an `Authorization: Bearer <key>` header value.
+/// The key (or shared link token, [`crate::share`]) in an
+/// `Authorization: Bearer <key>` header value.
 pub fn bearer(header: Option<&str>) -> Result<&str, AuthError> {
     let header = header.ok_or(AuthError::Missing)?.trim();
     let (scheme, key) = header.split_once(' ').ok_or(AuthError::Malformed)?;
     let key = key.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || !is_well_formed(key) {
+    let share = crate::share::token_site(key).is_some();
+    if !scheme.eq_ignore_ascii_case("bearer") || !(is_well_formed(key) || share) {
         return Err(AuthError::Malformed);
     }
     Ok(key)

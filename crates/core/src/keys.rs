@@ -4,6 +4,7 @@
 //! | --- | --- | --- |
 //! | site | `SITES` | `SITE#{site}` |
 //! | API key | `SITE#{site}` | `KEY#{sha256(key)}` |
+//! | shared link | `SITE#{site}` | `SHARE#{sha256(token)}` |
 //! | goal | `SITE#{site}` | `GOAL#{id}` |
 //! | funnel | `SITE#{site}` | `FUNNEL#{id}` |
 //! | raw event | `SITE#{site}#H#{YYYY-MM-DDTHH}[#{shard}]` | `{mm:ss.mmm}#{eid}` |
@@ -31,6 +32,8 @@ pub const SALT_PK: &str = "SALT";
 pub const JOBS_PK: &str = "JOBS";
 /// Sort-key prefix of API keys under a site.
 pub const API_KEY_PREFIX: &str = "KEY#";
+/// Sort-key prefix of shared links under `SITE#{site}`.
+pub const SHARE_PREFIX: &str = "SHARE#";
 /// Sort-key prefix of goals under a site.
 pub const GOAL_PREFIX: &str = "GOAL#";
 /// Sort-key prefix of funnels under a site.
@@ -116,6 +119,17 @@ pub fn site_sk(site: &str) -> String {
 /// Parses [`site_sk`].
 pub fn parse_site_sk(sk: &str) -> Option<&str> {
     parse_site_pk(sk)
+}
+
+/// `SHARE#{hash}`: a shared link stored by the hex SHA-256 of its token.
+pub fn share_sk(token_hash_hex: &str) -> String {
+    format!("{SHARE_PREFIX}{token_hash_hex}")
+}
+
+/// The token hash of a `SHARE#` sort key.
+pub fn parse_share_sk(sk: &str) -> Option<&str> {
+    sk.strip_prefix(SHARE_PREFIX)
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// `KEY#{hash}`: an API key stored by the hex SHA-256 of the key.
@@ -506,6 +520,9 @@ mod tests {
         fn api_key_hashes_round_trip(hash in "[0-9a-f]{64}") {
             let sk = api_key_sk(&hash);
             prop_assert_eq!(parse_api_key_sk(&sk), Some(hash.as_str()));
+            let sk = share_sk(&hash);
+            prop_assert_eq!(parse_share_sk(&sk), Some(hash.as_str()));
+            prop_assert_eq!(parse_api_key_sk(&sk), None);
         }
     }
 }

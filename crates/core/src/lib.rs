@@ -45,6 +45,7 @@ pub mod rollup;
 pub mod salt;
 pub mod segment;
 pub mod session;
+pub mod share;
 pub mod site;
 pub mod stats_api;
 pub mod window;

@@ -1,4 +1,5 @@
-//! How the query function reads, and its guard against key guessing.
+//! How the query function reads, and its guards: against key guessing and
+//! against one shared link reading too often.
 
 use tally_core::Millis;
 
@@ -43,6 +44,8 @@ pub struct AuthGuard {
     failures: std::sync::Mutex<tally_core::limit::MinuteBudget>,
     /// Hashes of keys that passed a check, and when (bounded).
     valid: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
+    /// Reads per shared link (by token hash) this minute.
+    share_reads: std::sync::Mutex<tally_core::limit::MinuteBudget>,
 }
 
 /// How long a key that passed a check skips the failed-guess guard.
@@ -64,6 +67,7 @@ impl AuthGuard {
             salt: tally_core::salt::daily_salt(&secret, time::Date::MIN),
             failures: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
             valid: std::sync::Mutex::new(std::collections::HashMap::new()),
+            share_reads: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
         }
     }
 
@@ -88,6 +92,14 @@ impl AuthGuard {
             }
             v.insert(key_hash.to_owned(), now);
         }
+    }
+
+    /// Takes one read of the shared link with this token hash; `false`
+    /// when it has read `limit` times this minute.
+    pub fn share_read(&self, token_hash: &str, limit: u32, now: Millis) -> bool {
+        self.share_reads
+            .lock()
+            .map_or(true, |mut b| b.take(token_hash, limit, now))
     }
 
     fn key(&self, ip: &str) -> String {

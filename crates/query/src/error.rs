@@ -5,6 +5,7 @@ use lambda_http::{Body, Response};
 use tally_core::auth::AuthError;
 use tally_core::filter::FilterError;
 use tally_core::range::RangeError;
+use tally_core::share::ShareError;
 use tally_store::StoreError;
 
 /// An API error: status, machine code, human message.
@@ -43,6 +44,20 @@ impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
         Self {
             status: e.status(),
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<ShareError> for ApiError {
+    fn from(e: ShareError) -> Self {
+        let status = match e {
+            ShareError::BadPassword | ShareError::BadExpiry | ShareError::BadLabel => 400,
+            _ => 401,
+        };
+        Self {
+            status,
             code: e.code(),
             message: e.to_string(),
         }

@@ -52,6 +52,7 @@ use tally_core::keys::valid_site_id;
 use tally_core::range::{self, DateRange, Interval};
 use tally_core::report::{self, breakdown_row, series_row, sorted_rows, stats};
 use tally_core::rollup::{compile_goals, goals_fingerprint};
+use tally_core::share::{self, Share, ShareError};
 use tally_core::site::Site;
 use tally_core::zone::{Zone, format_date};
 use tally_store::clock::Clock;
@@ -110,11 +111,35 @@ async fn route<S: QueryStore, C: Clock>(
         ("GET", ["api", "v1", "stats", rest @ ..]) => {
             Ok(Box::pin(plausible::v1(store, clock, config, request, rest)).await)
         }
+        ("POST", ["api", "sites", site, "unlock"]) => {
+            Box::pin(unlock(store, config, request, site, clock.now())).await
+        }
         ("GET", ["api", "sites", site, rest @ ..]) => {
             let now = clock.now();
-            let site = authenticate(store, config, request, site, now).await?;
-            let q = params::query_map(request.uri().query());
+            let (site, access) =
+                authenticate(store, config, request, site, now, Readers::KeysAndShares).await?;
+            let mut q = params::query_map(request.uri().query());
+            if let Access::Share(share) = &access {
+                // The link's own filter narrows every report read through it.
+                if !share.filter.is_empty() {
+                    let filters = match q.get("filters").filter(|f| !f.trim().is_empty()) {
+                        Some(given) => format!("{};{given}", share.filter),
+                        None => share.filter.clone(),
+                    };
+                    q.insert("filters".into(), filters);
+                }
+            }
             match rest {
+                ["access"] => Ok(access_response(&site, &access)),
+                ["realtime"] if matches!(&access, Access::Share(s) if !s.filter.is_empty()) => {
+                    Err(ApiError {
+                        status: 403,
+                        code: "not_shared",
+                        message:
+                            "this shared link is filtered; realtime visitors are not part of it"
+                                .into(),
+                    })
+                }
                 // Each endpoint's future is boxed: the handler's own future
                 // stays small (debug builds keep every state inline, and a
                 // Lambda's worker stack is 2 MB).
@@ -149,7 +174,7 @@ async fn route<S: QueryStore, C: Clock>(
                 }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime or funnels",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels or access",
                 )),
             }
         }
@@ -187,15 +212,127 @@ pub fn dashboard_response(html: String) -> Response<Body> {
     response
 }
 
-/// The failed-guess guard, then the key check: the site, or the error (a
-/// failed check is counted against the client's network).
+/// Who reads: the holder of an API key, or of a shared link (read-only
+/// reports of one site, narrowed by the link's filter).
+#[derive(Debug, Clone)]
+pub(crate) enum Access {
+    /// An API key.
+    Key,
+    /// A shared link.
+    Share(Share),
+}
+
+/// Which credentials an endpoint takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Readers {
+    /// API keys only (Plausible's Stats API).
+    Keys,
+    /// API keys and shared links (Tally's reports and dashboard).
+    KeysAndShares,
+}
+
+/// Header carrying a password-protected link's session ([`share::session`]).
+pub const SESSION_HEADER: &str = "x-tally-session";
+
+/// Shared-link reads one link may make per minute (per instance).
+pub const SHARE_REQUESTS_PER_MINUTE: u32 = 120;
+
+/// `GET …/access`: what the credential allows, for the dashboard.
+fn access_response(site: &Site, access: &Access) -> Response<Body> {
+    let body = match access {
+        Access::Key => json!({"site": site.id, "access": "key"}),
+        Access::Share(share) => json!({
+            "site": site.id,
+            "access": "share",
+            "label": share.label,
+            "filter": share.filter,
+            "expires_at": share.expires_at,
+            "password": share.password.is_some(),
+        }),
+    };
+    json_response(200, &body)
+}
+
+/// `POST /api/sites/{site}/unlock` with the link as bearer token and
+/// `{"password": "…"}`: a session for a password-protected link. A wrong
+/// password counts as a failed guess of the client's network.
+async fn unlock<S: QueryStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    site_id: &str,
+    now: i64,
+) -> Result<Response<Body>, ApiError> {
+    let ip = tally_lambda::request::client_ip(request, false);
+    if !config
+        .guard
+        .allows(&ip, config.auth_failures_per_minute, now)
+    {
+        return Err(too_many_attempts());
+    }
+    let body: &[u8] = request.body().as_ref();
+    let password = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("password")
+                .and_then(|p| p.as_str())
+                .map(str::to_owned)
+        })
+        .ok_or_else(|| ApiError::bad_request("invalid_payload", "send {\"password\": \"…\"}"))?;
+    let header = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    let token = auth::bearer(header)?;
+    let result = async {
+        let found = find_share(store, site_id, token).await?;
+        // Revoked or expired links say so before any password is tried.
+        let open = share::check(&found, None, now);
+        match (&found.password, open) {
+            (_, Err(e)) if e != ShareError::PasswordRequired => Err(ApiError::from(e)),
+            (None, _) => Err(ApiError::bad_request(
+                "no_password",
+                "this shared link has no password: open it directly",
+            )),
+            (Some(hash), _) if !hash.verify(&password) => Err(ShareError::WrongPassword.into()),
+            (Some(_), _) => Ok(share::session(&found, now)),
+        }
+    }
+    .await;
+    match result {
+        Ok(Some((session, expires_at))) => Ok(json_response(
+            200,
+            &json!({"session": session, "expires_at": expires_at, "header": SESSION_HEADER}),
+        )),
+        Ok(None) => Err(ShareError::Invalid.into()),
+        Err(e) => {
+            if e.status == 401 || e.status == 403 {
+                config.guard.failed(&ip, now);
+            }
+            Err(e)
+        }
+    }
+}
+
+fn too_many_attempts() -> ApiError {
+    ApiError {
+        status: 429,
+        code: "too_many_attempts",
+        message: "too many failed key checks from this network, retry in a minute".into(),
+    }
+}
+
+/// The failed-guess guard, then the credential check: the site and who
+/// reads, or the error (a failed check is counted against the client's
+/// network).
 pub(crate) async fn authenticate<S: QueryStore>(
     store: &S,
     config: &Config,
     request: &Request,
     site: &str,
     now: i64,
-) -> Result<Arc<Site>, ApiError> {
+    readers: Readers,
+) -> Result<(Arc<Site>, Access), ApiError> {
     let ip = tally_lambda::request::client_ip(request, false);
     // A key this instance saw valid recently passes the guard: one guesser
     // behind an office's address does not lock its colleagues out. (The key
@@ -214,39 +351,104 @@ pub(crate) async fn authenticate<S: QueryStore>(
             .guard
             .allows(&ip, config.auth_failures_per_minute, now)
     {
-        return Err(ApiError {
-            status: 429,
-            code: "too_many_attempts",
-            message: "too many failed key checks from this network, retry in a minute".into(),
-        });
+        return Err(too_many_attempts());
     }
-    match authorize(store, site, request).await {
-        Err(e) if e.status == 401 || e.status == 403 => {
+    match authorize(store, site, request, now, readers).await {
+        // A link that needs its password, or has expired, is no guess.
+        Err(e)
+            if (e.status == 401 || e.status == 403)
+                && e.code != ShareError::PasswordRequired.code()
+                && e.code != ShareError::Expired.code() =>
+        {
             config.guard.failed(&ip, now);
             Err(e)
         }
-        Ok(site) => {
+        Ok((site, access)) => {
             if let Some(h) = &presented {
                 config.guard.valid(h, now);
+                if matches!(access, Access::Share(_))
+                    && !config.guard.share_read(h, SHARE_REQUESTS_PER_MINUTE, now)
+                {
+                    return Err(ApiError {
+                        status: 429,
+                        code: "rate_limited",
+                        message: format!(
+                            "a shared link may read {SHARE_REQUESTS_PER_MINUTE} times a minute; retry shortly"
+                        ),
+                    });
+                }
             }
-            Ok(site)
+            Ok((site, access))
         }
         other => other,
     }
 }
 
-/// Checks the bearer key against the site: 401 without a valid key, 403
-/// with a valid key of another site.
+/// A shared link of `site_id` by its token: 401 when unknown, 403 when it
+/// is a valid link of another site. Its state (revoked, expired, password)
+/// is the caller's to check.
+async fn find_share<S: QueryStore>(
+    store: &S,
+    site_id: &str,
+    token: &str,
+) -> Result<Share, ApiError> {
+    let token_site = share::token_site(token).ok_or(AuthError::Malformed)?;
+    let hash = share::hash_token(token);
+    let valid = |record: Option<Share>| {
+        record.filter(|r| {
+            r.revoked_at.is_none() && auth::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
+        })
+    };
+    if token_site != site_id {
+        let elsewhere =
+            valid_site_id(token_site) && valid(store.share(token_site, &hash).await?).is_some();
+        return Err(if elsewhere {
+            ApiError {
+                status: 403,
+                code: "forbidden",
+                message: "this shared link does not grant access to this site".into(),
+            }
+        } else {
+            ShareError::Invalid.into()
+        });
+    }
+    valid(store.share(site_id, &hash).await?).ok_or_else(|| ShareError::Invalid.into())
+}
+
+/// Checks the bearer credential against the site: 401 without a valid key
+/// or link, 403 with a valid one of another site.
 async fn authorize<S: QueryStore>(
     store: &S,
     site_id: &str,
     request: &Request,
-) -> Result<Arc<Site>, ApiError> {
+    now: i64,
+    readers: Readers,
+) -> Result<(Arc<Site>, Access), ApiError> {
     let header = request
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok());
     let key = auth::bearer(header)?;
+    if share::token_site(key).is_some() {
+        if readers == Readers::Keys {
+            return Err(ApiError {
+                status: 401,
+                code: "invalid_api_key",
+                message: "a shared link reads the dashboard only; this API needs an API key".into(),
+            });
+        }
+        let found = find_share(store, site_id, key).await?;
+        let session = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok());
+        share::check(&found, session, now)?;
+        let site = store
+            .site(site_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
+        return Ok((site, Access::Share(found)));
+    }
     let key_site = auth::key_site(key).ok_or(AuthError::Malformed)?;
     let hash = auth::hash_key(key);
     let valid_for = |record: Option<tally_store::sites::ApiKeyRecord>| {
@@ -266,10 +468,11 @@ async fn authorize<S: QueryStore>(
     if !valid_for(store.api_key(site_id, &hash).await?) {
         return Err(AuthError::Invalid.into());
     }
-    store
+    let site = store
         .site(site_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))
+        .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
+    Ok((site, Access::Key))
 }
 
 struct Ctx<'a> {

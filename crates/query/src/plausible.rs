@@ -79,7 +79,8 @@ async fn v2_answer<S: QueryStore, C: Clock>(
         .ok_or_else(|| bad("#: Required property site_id was not present."))?
         .to_owned();
     let now = clock.now();
-    let site = crate::authenticate(store, config, request, &site_id, now).await?;
+    let (site, _) =
+        crate::authenticate(store, config, request, &site_id, now, crate::Readers::Keys).await?;
     let zone = site.zone();
     let ctx = Context {
         zone: &zone,
@@ -562,7 +563,8 @@ async fn v1_answer<S: QueryStore, C: Clock>(
         });
     }
     let now = clock.now();
-    let site = crate::authenticate(store, config, request, site_id, now).await?;
+    let (site, _) =
+        crate::authenticate(store, config, request, site_id, now, crate::Readers::Keys).await?;
     if rest == ["realtime", "visitors"] {
         let (visitors, _) = crate::realtime(store, &site, now).await?;
         return Ok(json!(visitors));

@@ -11,6 +11,7 @@ use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
 use tally_core::plan::Plan;
 use tally_core::segment::Manifest;
+use tally_core::share::Share;
 use tally_core::site::Site;
 use tally_store::detail::Detail;
 use tally_store::rollups::{DayDims, DayScalars};
@@ -28,6 +29,13 @@ pub trait QueryStore: Send + Sync {
         site: &str,
         hash: &str,
     ) -> impl Future<Output = Result<Option<ApiKeyRecord>, StoreError>> + Send;
+    /// A shared link by its token's hash (never cached: revocation is
+    /// immediate).
+    fn share(
+        &self,
+        site: &str,
+        hash: &str,
+    ) -> impl Future<Output = Result<Option<Share>, StoreError>> + Send;
     /// The site's goals.
     fn goals(&self, site: &str) -> impl Future<Output = Result<Vec<Goal>, StoreError>> + Send;
     /// The site's funnels.
@@ -99,6 +107,10 @@ impl QueryStore for DynamoQuery {
 
     async fn api_key(&self, site: &str, hash: &str) -> Result<Option<ApiKeyRecord>, StoreError> {
         self.store.api_key(site, hash).await
+    }
+
+    async fn share(&self, site: &str, hash: &str) -> Result<Option<Share>, StoreError> {
+        self.store.share(site, hash).await
     }
 
     async fn goals(&self, site: &str) -> Result<Vec<Goal>, StoreError> {

@@ -1,4 +1,4 @@
-//! Sites and API keys: the configuration items under `SITES` and
+//! Sites, API keys and shared links: the configuration items under `SITES` and
 //! `SITE#{site}`, and a per-instance site cache for the hot path.
 
 use crate::Store;
@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tally_core::Millis;
 use tally_core::keys::{self, SITES_PK};
+use tally_core::share::Share;
 use tally_core::site::Site;
 
 /// A stored API key (the key itself is never stored, only its hash).
@@ -119,6 +120,37 @@ impl Store {
     /// Every API key record of a site.
     pub async fn api_keys(&self, site: &str) -> Result<Vec<ApiKeyRecord>, StoreError> {
         self.query_items(&keys::site_pk(site), SortKeys::Prefix(keys::API_KEY_PREFIX))
+            .await?
+            .into_iter()
+            .map(from_item)
+            .collect()
+    }
+
+    /// Stores a shared link under its site (replacing one with its hash).
+    pub async fn put_share(&self, site: &str, share: &Share) -> Result<(), StoreError> {
+        let item = with_keys(
+            share,
+            keys::site_pk(site),
+            keys::share_sk(&share.hash),
+            None,
+        )?;
+        self.put(item).await
+    }
+
+    /// Reads a shared link by its token's hash.
+    pub async fn share(&self, site: &str, hash: &str) -> Result<Option<Share>, StoreError> {
+        match self
+            .get(key(keys::site_pk(site), keys::share_sk(hash)), false)
+            .await?
+        {
+            Some(item) => Ok(Some(from_item(item)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every shared link of a site.
+    pub async fn shares(&self, site: &str) -> Result<Vec<Share>, StoreError> {
+        self.query_items(&keys::site_pk(site), SortKeys::Prefix(keys::SHARE_PREFIX))
             .await?
             .into_iter()
             .map(from_item)

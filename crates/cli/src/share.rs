@@ -1,0 +1,186 @@
+//! `tally share create|list|revoke`: read-only dashboard links for people
+//! without an API key ([`tally_core::share`]). The link's token is printed
+//! once, in the URL's fragment; only its hash is stored.
+
+use crate::Target;
+use crate::admin::{RevokeArg, SiteArg, connect, now_ms, one_credential};
+use anyhow::Context;
+use clap::Subcommand;
+use ring::rand::SecureRandom;
+use std::io::Write;
+use tally_core::filter::Filter;
+use tally_core::share::{self, PASSWORD_ITERATIONS, PasswordHash, Share};
+
+/// `tally share …`
+#[derive(Subcommand, Debug)]
+pub enum ShareCommand {
+    /// Create a read-only link to a site's dashboard (printed once).
+    Create {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// A label to recognise the link by.
+        #[arg(long, default_value = "")]
+        label: String,
+        /// A filter every report of the link is narrowed by
+        /// (`page==/blog/*;country==DE`).
+        #[arg(long, default_value = "")]
+        filter: String,
+        /// When the link stops working: days (`30d`) or a date
+        /// (`2027-01-31`, the end of that UTC day).
+        #[arg(long)]
+        expires: Option<String>,
+        /// Ask for this password before showing the dashboard (read from
+        /// `TALLY_SHARE_PASSWORD` when set, so it stays out of shell history).
+        #[arg(long, env = "TALLY_SHARE_PASSWORD", hide_env_values = true)]
+        password: Option<String>,
+        /// The public URL of the query function (the dashboard's address).
+        #[arg(long, env = "TALLY_QUERY_URL", default_value = "http://127.0.0.1:8787")]
+        query_url: String,
+    },
+    /// List a site's links (prefixes only).
+    List(SiteArg),
+    /// Revoke a link by its listed prefix or the whole link; it stops
+    /// working on its next request.
+    Revoke(RevokeArg),
+}
+
+/// Random bytes from the system.
+fn random<const N: usize>() -> anyhow::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("no randomness available"))?;
+    Ok(bytes)
+}
+
+/// A share's settings checked before anything is stored: the record and
+/// the token (not yet stored).
+fn build(
+    site: &str,
+    label: &str,
+    filter: &str,
+    expires: Option<&str>,
+    password: Option<&str>,
+    now: i64,
+) -> anyhow::Result<(Share, String)> {
+    share::check_label(label)?;
+    let filter = filter.trim();
+    Filter::parse(filter).with_context(|| format!("--filter {filter:?}"))?;
+    let expires_at = expires
+        .map(|e| share::parse_expiry(e, now))
+        .transpose()
+        .with_context(|| format!("--expires {:?}", expires.unwrap_or_default()))?;
+    let password = password
+        .map(|p| PasswordHash::new(p, &random::<16>()?, PASSWORD_ITERATIONS).map_err(Into::into))
+        .transpose()
+        .map_err(|e: anyhow::Error| e.context("--password"))?;
+    let token = share::token_from_bytes(site, &random::<20>()?);
+    let record = Share {
+        hash: share::hash_token(&token),
+        prefix: share::shown_prefix(&token),
+        label: label.to_owned(),
+        filter: filter.to_owned(),
+        created_at: now,
+        expires_at,
+        password,
+        revoked_at: None,
+    };
+    Ok((record, token))
+}
+
+/// Runs a `tally share` command.
+pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        ShareCommand::Create {
+            site,
+            label,
+            filter,
+            expires,
+            password,
+            query_url,
+        } => {
+            // Everything is checked before connecting: a bad option stores
+            // nothing.
+            let (record, token) = build(
+                &site,
+                &label,
+                &filter,
+                expires.as_deref(),
+                password.as_deref(),
+                now_ms(),
+            )?;
+            let store = connect(target).await;
+            store
+                .site(&site)
+                .await?
+                .with_context(|| format!("no site {site:?}"))?;
+            store.put_share(&site, &record).await?;
+            let url = format!(
+                "{}/dashboard#share={token}",
+                query_url.trim_end_matches('/')
+            );
+            writeln!(
+                out,
+                "shared link (shown once, anyone with it can read): {url}"
+            )?;
+            writeln!(out, "{}", describe(&record))?;
+        }
+        ShareCommand::List(SiteArg { site }) => {
+            let store = connect(target).await;
+            for s in store.shares(&site).await? {
+                writeln!(out, "{}", describe(&s))?;
+            }
+        }
+        ShareCommand::Revoke(RevokeArg { site, value }) => {
+            let store = connect(target).await;
+            let shares = store.shares(&site).await?;
+            let record =
+                one_credential(shares, token_of(&value), "links", |s| (&s.hash, &s.prefix))?;
+            let mut revoked = record.clone();
+            revoked.revoked_at = Some(now_ms());
+            store.put_share(&site, &revoked).await?;
+            writeln!(out, "revoked {}…", record.prefix)?;
+        }
+    }
+    Ok(())
+}
+
+/// One line per link: prefix, state, expiry, password, filter, label.
+fn describe(s: &Share) -> String {
+    let now = now_ms();
+    let state = if s.revoked_at.is_some() {
+        "revoked"
+    } else if s.expires_at.is_some_and(|at| at <= now) {
+        "expired"
+    } else {
+        "active"
+    };
+    let expires = s.expires_at.map_or_else(
+        || "never".to_owned(),
+        |at| tally_core::zone::format_date(tally_core::zone::utc_date(at - 1)),
+    );
+    format!(
+        "{}…\t{state}\texpires {expires}\t{}\tfilter {}\t{}",
+        s.prefix,
+        if s.password.is_some() {
+            "password"
+        } else {
+            "no password"
+        },
+        if s.filter.is_empty() {
+            "none"
+        } else {
+            &s.filter
+        },
+        s.label
+    )
+}
+
+/// The token of a link given whole (`…/dashboard#share=ts_…`) or as is.
+fn token_of(value: &str) -> &str {
+    value
+        .rsplit_once("#share=")
+        .map_or(value, |(_, token)| token)
+}
