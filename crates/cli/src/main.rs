@@ -5,6 +5,7 @@
 
 mod admin;
 mod dev;
+mod history;
 mod rollup;
 mod share;
 
@@ -72,6 +73,20 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Import daily history: Plausible's CSV export or daily CSV files.
+    Import {
+        #[command(subcommand)]
+        command: history::ImportCommand,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Export a site's events (NDJSON, CSV) or its daily figures (CSV files).
+    Export {
+        #[command(flatten)]
+        args: history::ExportArgs,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Manage shared dashboard links (read-only, no key needed).
     Share {
         #[command(subcommand)]
@@ -92,5 +107,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Funnel { command, target } => admin::funnel(command, &target).await,
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,
         Command::Share { command, target } => share::run(command, &target).await,
+        Command::Import { command, target } => history::import(command, &target).await,
+        Command::Export { args, target } => history::export(args, &target).await,
     }
 }

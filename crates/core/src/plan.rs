@@ -71,6 +71,26 @@ pub struct Warning {
     pub days: usize,
 }
 
+/// The plan that reads every day of `range` from its events (segments,
+/// else raw hours), no rollup: exports, and benchmarks of the event path.
+pub fn events_only(
+    site: &crate::site::Site,
+    range: DateRange,
+    now: Millis,
+    manifests: &BTreeMap<Date, Manifest>,
+) -> Plan {
+    plan(&Inputs {
+        zone: &site.zone(),
+        range,
+        now,
+        settle: crate::window::DEFAULT_SETTLE_MS,
+        created_at: site.created_at,
+        retention_days: site.retention_days,
+        rollups: &|_| RollupFit::None,
+        manifests,
+    })
+}
+
 /// The days before the site existed (and without imported history).
 pub const BEFORE_SITE: &str = "before_site";
 /// Days whose events are past the site's history and raw retention.
@@ -172,6 +192,52 @@ impl Plan {
     pub fn keeps(&self, ts: Millis) -> bool {
         let i = self.windows.partition_point(|(_, end)| *end <= ts);
         self.windows.get(i).is_some_and(|(start, _)| *start <= ts)
+    }
+
+    /// Every UTC hour whose events this plan reads, in order.
+    pub fn event_hours(&self) -> Vec<Millis> {
+        let hours: BTreeSet<Millis> = self
+            .segment_hours
+            .iter()
+            .chain(&self.raw_hours)
+            .copied()
+            .collect();
+        hours.into_iter().collect()
+    }
+
+    /// The part of this plan inside one UTC hour, so a long range can be
+    /// read hour by hour in bounded memory (`tally export`). Warnings stay
+    /// with the whole plan.
+    pub fn only_hour(&self, hour: Millis) -> Plan {
+        let end = hour + HOUR_MS;
+        Plan {
+            days: self.days.clone(),
+            windows: self
+                .windows
+                .iter()
+                .filter_map(|(a, b)| {
+                    let (from, to) = ((*a).max(hour), (*b).min(end));
+                    (from < to).then_some((from, to))
+                })
+                .collect(),
+            segment_hours: self.segment_hours.range(hour..end).copied().collect(),
+            parts: self
+                .parts
+                .iter()
+                .filter(|(_, hours)| hours.contains(&hour))
+                .map(|(k, _)| (k.clone(), vec![hour]))
+                .collect(),
+            raw_hours: self.raw_hours.range(hour..end).copied().collect(),
+            warnings: Vec::new(),
+            own_hours: self
+                .own_hours
+                .iter()
+                .filter(|(_, hours)| hours.contains(&hour))
+                .map(|(d, _)| (*d, vec![hour]))
+                .collect(),
+            retention_days: self.retention_days,
+            now: self.now,
+        }
     }
 
     /// Whether any events are read.

@@ -99,10 +99,14 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
     let config = r.config;
     let eligible = config.use_rollups && r.filter.is_empty() && !r.hourly;
     let settled = plan::settled_days(r.zone, r.range, r.now, config.settle_ms);
+    // Rollups of the whole range: a settled day is answered by its rollup;
+    // an unsettled one only when it has no events of its own (an imported
+    // day, say yesterday's history from another tool).
     let rollups = async {
-        match (settled.first(), settled.last()) {
-            (Some(first), Some(last)) if eligible => read_rollups(store, r, *first, *last).await,
-            _ => Ok(BTreeMap::new()),
+        if eligible {
+            read_rollups(store, r, r.range.from, r.range.to).await
+        } else {
+            Ok(BTreeMap::new())
         }
     };
     let manifests = || async {

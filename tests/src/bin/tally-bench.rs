@@ -522,16 +522,7 @@ async fn segments_bench() {
         } else {
             Default::default()
         };
-        let plan = tally_core::plan::plan(&tally_core::plan::Inputs {
-            zone: &zone,
-            range,
-            now,
-            settle: tally_core::window::DEFAULT_SETTLE_MS,
-            created_at: site.created_at,
-            retention_days: site.retention_days,
-            rollups: &|_| tally_core::plan::RollupFit::None,
-            manifests: &manifests,
-        });
+        let plan = tally_core::plan::events_only(&site, range, now, &manifests);
         let part_bytes: u64 = manifests.values().map(|m| m.bytes()).sum();
         let detail = store.read_detail(&site, plan, now).await.unwrap();
         println!(

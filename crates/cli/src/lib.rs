@@ -1,0 +1,5 @@
+//! The `tally` command's library half: moving a site's data in and out
+//! ([`transfer`]), used by `tally import` and `tally export` and by the
+//! tests that check a round trip.
+
+pub mod transfer;

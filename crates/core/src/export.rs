@@ -1,0 +1,246 @@
+//! Exported events: what `tally export` writes for each stored event, as
+//! one JSON object per line or one CSV row. The fields a user needs (time,
+//! page, referrer, source, UTM, device, browser, OS, location, event name,
+//! value, revenue, properties, the visitor id of that day), never an
+//! address or a user agent (neither is stored).
+//!
+//! CSV cells that a spreadsheet would run as a formula (starting with `=`,
+//! `+`, `-`, `@`, a tab or a carriage return) are prefixed with `'`: page
+//! paths, referrers and properties come from visitors.
+
+use crate::event::{Event, Kind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// One exported event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExportRow<'a> {
+    /// UTC time, RFC 3339 with milliseconds.
+    pub time: String,
+    /// `pageview`, `event` or `engagement`.
+    pub kind: &'static str,
+    /// Host name of the page.
+    pub hostname: &'a str,
+    /// Page path.
+    pub page: &'a str,
+    /// Referrer (`host/path`), if any.
+    pub referrer: Option<&'a str>,
+    /// Source (Google, Direct, …).
+    pub source: &'a str,
+    /// Channel.
+    pub channel: &'static str,
+    /// `utm_source`.
+    pub utm_source: Option<&'a str>,
+    /// `utm_medium`.
+    pub utm_medium: Option<&'a str>,
+    /// `utm_campaign`.
+    pub utm_campaign: Option<&'a str>,
+    /// `utm_content`.
+    pub utm_content: Option<&'a str>,
+    /// `utm_term`.
+    pub utm_term: Option<&'a str>,
+    /// Device type.
+    pub device: &'static str,
+    /// Browser.
+    pub browser: &'a str,
+    /// Operating system.
+    pub os: &'a str,
+    /// Country (ISO 3166 alpha-2).
+    pub country: Option<&'a str>,
+    /// Region.
+    pub region: Option<&'a str>,
+    /// City.
+    pub city: Option<&'a str>,
+    /// Screen size.
+    pub screen: Option<&'a str>,
+    /// Custom event name.
+    pub name: Option<&'a str>,
+    /// Custom event value.
+    pub value: Option<f64>,
+    /// Revenue amount (exact decimal).
+    pub revenue_amount: Option<&'a str>,
+    /// Revenue currency.
+    pub revenue_currency: Option<&'a str>,
+    /// Engaged milliseconds (engagement beacons).
+    pub engaged_ms: Option<u64>,
+    /// Deepest scroll, percent (engagement beacons).
+    pub scroll_depth: Option<u8>,
+    /// Custom properties.
+    pub props: &'a BTreeMap<String, String>,
+    /// The visitor id of that day (a daily salted hash: the same person
+    /// has another id the next day).
+    pub visitor: &'a str,
+}
+
+/// The fields, in order: the CSV header.
+pub const FIELDS: [&str; 27] = [
+    "time",
+    "kind",
+    "hostname",
+    "page",
+    "referrer",
+    "source",
+    "channel",
+    "utm_source",
+    "utm_medium",
+    "utm_campaign",
+    "utm_content",
+    "utm_term",
+    "device",
+    "browser",
+    "os",
+    "country",
+    "region",
+    "city",
+    "screen",
+    "name",
+    "value",
+    "revenue_amount",
+    "revenue_currency",
+    "engaged_ms",
+    "scroll_depth",
+    "props",
+    "visitor",
+];
+
+/// An event as exported.
+pub fn row(e: &Event) -> ExportRow<'_> {
+    let time = OffsetDateTime::from_unix_timestamp_nanos(i128::from(e.ts) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default();
+    ExportRow {
+        time,
+        kind: match e.kind {
+            Kind::PageView => "pageview",
+            Kind::Custom => "event",
+            Kind::Engagement => "engagement",
+        },
+        hostname: &e.host,
+        page: &e.path,
+        referrer: e.referrer.as_deref(),
+        source: &e.source,
+        channel: e.channel.as_str(),
+        utm_source: e.utm_source.as_deref(),
+        utm_medium: e.utm_medium.as_deref(),
+        utm_campaign: e.utm_campaign.as_deref(),
+        utm_content: e.utm_content.as_deref(),
+        utm_term: e.utm_term.as_deref(),
+        device: e.device.as_str(),
+        browser: &e.browser,
+        os: &e.os,
+        country: e.country.as_deref(),
+        region: e.region.as_deref(),
+        city: e.city.as_deref(),
+        screen: e.screen.as_deref(),
+        name: e.name.as_deref(),
+        value: e.value,
+        revenue_amount: e.revenue.as_ref().map(|r| r.amount.as_str()),
+        revenue_currency: e.revenue.as_ref().map(|r| r.currency.as_str()),
+        engaged_ms: e.engaged_ms,
+        scroll_depth: e.scroll,
+        props: &e.props,
+        visitor: &e.vid,
+    }
+}
+
+/// A cell safe to open in a spreadsheet: text that would start a formula
+/// gets a leading `'`.
+pub fn safe_cell(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The CSV cells of a row, in [`FIELDS`] order (`props` as a JSON object).
+pub fn csv_cells(r: &ExportRow<'_>) -> Vec<String> {
+    let opt = |v: Option<&str>| v.map(safe_cell).unwrap_or_default();
+    let num = |v: Option<String>| v.unwrap_or_default();
+    vec![
+        r.time.clone(),
+        r.kind.to_owned(),
+        safe_cell(r.hostname),
+        safe_cell(r.page),
+        opt(r.referrer),
+        safe_cell(r.source),
+        r.channel.to_owned(),
+        opt(r.utm_source),
+        opt(r.utm_medium),
+        opt(r.utm_campaign),
+        opt(r.utm_content),
+        opt(r.utm_term),
+        r.device.to_owned(),
+        safe_cell(r.browser),
+        safe_cell(r.os),
+        opt(r.country),
+        opt(r.region),
+        opt(r.city),
+        opt(r.screen),
+        opt(r.name),
+        num(r.value.map(|v| v.to_string())),
+        opt(r.revenue_amount),
+        opt(r.revenue_currency),
+        num(r.engaged_ms.map(|v| v.to_string())),
+        num(r.scroll_depth.map(|v| v.to_string())),
+        if r.props.is_empty() {
+            String::new()
+        } else {
+            safe_cell(&serde_json::to_string(r.props).unwrap_or_default())
+        },
+        r.visitor.to_owned(),
+    ]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formula_like_cells_are_defused() {
+        for (given, want) in [
+            ("=HYPERLINK(\"x\")", "'=HYPERLINK(\"x\")"),
+            ("+1", "'+1"),
+            ("-2", "'-2"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("/blog/=x", "/blog/=x"),
+            ("Google", "Google"),
+        ] {
+            assert_eq!(safe_cell(given), want);
+        }
+    }
+
+    #[test]
+    fn every_field_has_a_csv_cell_and_a_json_key() {
+        let e: Event = serde_json::from_value(serde_json::json!({
+            "k": "ev", "ts": 1_764_547_200_123_i64, "vid": "abc", "sid": "s", "h": "a.com",
+            "p": "/=cmd", "src": "Direct", "ch": "Direct", "br": "Chrome", "os": "Mac",
+            "dv": "desktop", "n": "=Purchase", "pr": {"plan": "pro"},
+            "rv": {"a": "19.99", "c": "EUR"}
+        }))
+        .unwrap();
+        let r = row(&e);
+        assert_eq!(r.time, "2025-12-01T00:00:00.123Z");
+        let cells = csv_cells(&r);
+        assert_eq!(cells.len(), FIELDS.len());
+        assert_eq!(cells[3], "/=cmd");
+        assert_eq!(cells[19], "'=Purchase");
+        assert_eq!(cells[21], "19.99");
+        assert_eq!(cells[25], r#"{"plan":"pro"}"#);
+        let json = serde_json::to_value(&r).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut fields = FIELDS.to_vec();
+        fields.sort_unstable();
+        assert_eq!(keys, fields);
+        assert!(!json.to_string().contains("\"sid\""));
+    }
+}
