@@ -13,7 +13,8 @@
 //   TALLY_DEV_ASSETS passed through to `tally dev` (serve dashboard.html from disk)
 
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import {
   TIMEOUT, TALLY_BIN, check, eventually, launchChromium, log, repo, run, runTest, sleep, startTally,
@@ -452,6 +453,37 @@ async function main() {
     await dash.click('[data-testid="filter-chip"][data-dimension="country"] button');
     await dash.waitForFunction(() => document.querySelectorAll('[data-testid="filter-chip"]').length === 1);
     await checkFiltered();
+  });
+
+  // ---- 5a. Download and imported history ------------------------------
+  await check('Download saves one ZIP of the shown panels as CSV files', async () => {
+    await dash.goto(`${http}/?period=today`);
+    await waitIdle(dash);
+    const [download] = await Promise.all([dash.waitForEvent('download'), dash.click('[data-testid="download"]')]);
+    const today = api.stats.meta.from;
+    assert.equal(download.suggestedFilename(), `demo-${today}-${today}.zip`);
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'tally-e2e-')), 'view.zip');
+    await download.saveAs(file);
+    const bytes = readFileSync(file);
+    assert.equal(bytes.subarray(0, 4).toString('hex'), '504b0304', 'a ZIP archive');
+    for (const name of ['totals.csv', 'timeseries.csv', 'page.csv', 'source.csv', 'goal.csv']) {
+      assert.ok(bytes.includes(Buffer.from(name)), `${name} in the ZIP`);
+    }
+  });
+  await check('tally import csv: imported days are counted and marked on the dashboard', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tally-import-'));
+    writeFileSync(path.join(dir, 'totals.csv'), 'date,visitors,visits,pageviews,bounces,visit_duration\n2026-01-05,40,44,90,10,1320\n2026-01-06,60,66,150,12,2400\n');
+    writeFileSync(path.join(dir, 'page.csv'), 'date,page,visitors,pageviews\n2026-01-05,/old-post,40,90\n2026-01-06,/old-post,60,150\n');
+    const out = await run(TALLY_BIN, ['import', 'csv', dir, '--site', 'demo', ...target]);
+    assert.match(out.stdout, /imported 2 day\(s\)/);
+    const from = '2026-01-05', to = api.stats.meta.from;
+    const stats = await apiGet(`stats?from=${from}&to=${to}`);
+    assert.equal(stats.meta.sources.imported.days, 2, JSON.stringify(stats.meta.sources));
+    assert.equal(stats.results.visitors, api.stats.results.visitors + 100);
+    await dash.goto(`${http}/?from=${from}&to=${to}`);
+    await waitIdle(dash);
+    assert.equal((await dash.textContent('[data-testid="imported-note"]')).trim(), 'Imported data: 2 days');
+    await eventually(async () => assert.deepEqual(await shownTotals(dash), expectedTotals(stats.results)));
   });
 
   // ---- 5b. Shared links: a fresh browser with no key -------------------

@@ -228,6 +228,32 @@ impl Api {
         status_and_json(tally_query::handle_with(&self.query, &clock, config, request).await)
     }
 
+    /// `GET /api/sites/{site}/{path}` with an `Accept` header: the status,
+    /// the content type and the raw body.
+    pub async fn download(
+        &self,
+        config: &tally_query::Config,
+        path: &str,
+        accept: &str,
+    ) -> (u16, String, Vec<u8>) {
+        let request = http::Request::builder()
+            .uri(format!("/api/sites/{}/{path}", self.site))
+            .header("authorization", format!("Bearer {}", self.key))
+            .header("accept", accept)
+            .body(lambda_http::Body::Empty)
+            .unwrap();
+        let clock = tally_store::clock::ManualClock::at(self.now);
+        let response = tally_query::handle_with(&self.query, &clock, config, request).await;
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let body: &[u8] = response.body();
+        (response.status().as_u16(), content_type, body.to_vec())
+    }
+
     /// [`Api::call`] that must answer 200: the JSON body.
     pub async fn get(&self, config: &tally_query::Config, path: &str) -> serde_json::Value {
         let (status, body) = self.call(config, path).await;

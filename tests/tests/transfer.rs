@@ -551,6 +551,94 @@ async fn plausibles_export_imports_to_its_own_numbers_once() {
         ),
         want
     );
+    // Imported days are named as such, in Tally's API and Plausible's.
+    let stats = api.get(&config, &format!("stats?{q}")).await;
+    assert_eq!(
+        stats["meta"]["sources"]["imported"]["days"], 3,
+        "{}",
+        stats["meta"]
+    );
+    let v2 = api
+        .v2(
+            &config,
+            serde_json::json!({"metrics": ["visitors"], "date_range": ["2024-03-01", "2024-03-03"], "include": {"imports": true}}),
+        )
+        .await;
+    assert_eq!(v2["meta"]["imports_included"], true, "{v2}");
+    assert_eq!(v2["results"][0]["metrics"][0].as_u64(), Some(sum(0)));
+
+    // The same reports as files: a breakdown as CSV (by `format` or
+    // `Accept`), the dashboard as a ZIP of its panels.
+    let (status, content_type, body) = api
+        .download(&config, &format!("breakdown/source?{q}&format=csv"), "*/*")
+        .await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/csv; charset=utf-8")
+    );
+    let text = String::from_utf8(body).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let (value_at, visitors_at) = (
+        header.iter().position(|c| *c == "value").unwrap(),
+        header.iter().position(|c| *c == "visitors").unwrap(),
+    );
+    assert_eq!(value_at, 0, "{text}");
+    let from_csv: BTreeMap<String, u64> = lines
+        .map(|l| {
+            let cells: Vec<&str> = l.split(',').collect();
+            (
+                cells[value_at].to_owned(),
+                cells[visitors_at].parse().unwrap(),
+            )
+        })
+        .collect();
+    let by_json = rows(
+        &api.get(&config, &format!("breakdown/source?{q}")).await,
+        "visitors",
+    );
+    assert_eq!(from_csv, by_json);
+    let (_, accept_type, accepted) = api
+        .download(&config, &format!("breakdown/source?{q}"), "text/csv")
+        .await;
+    assert_eq!(
+        (accept_type.as_str(), String::from_utf8(accepted).unwrap()),
+        ("text/csv; charset=utf-8", text.clone())
+    );
+    let (status, content_type, zipped) = api
+        .download(&config, &format!("dashboard?{q}&format=zip"), "*/*")
+        .await;
+    assert_eq!((status, content_type.as_str()), (200, "application/zip"));
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zipped)).unwrap();
+    let names: Vec<String> = archive
+        .file_names()
+        .map(|n| n.unwrap().into_owned())
+        .collect();
+    for want in [
+        "totals.csv",
+        "timeseries.csv",
+        "source.csv",
+        "page.csv",
+        "device.csv",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+    }
+    let mut source_csv = String::new();
+    std::io::Read::read_to_string(&mut archive.by_name("source.csv").unwrap(), &mut source_csv)
+        .unwrap();
+    assert_eq!(
+        source_csv, text,
+        "the ZIP's source panel is the breakdown's CSV"
+    );
+    let (status, _, body) = api
+        .download(&config, &format!("stats?{q}&format=xml"), "*/*")
+        .await;
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&body));
+    let (status, _, _) = api
+        .download(&config, &format!("stats?{q}&format=zip"), "*/*")
+        .await;
+    assert_eq!(status, 400);
+
     let signups: u64 = days.iter().map(|d| d.events[0].2).sum();
     let goals = api.get(&config, &format!("breakdown/goal?{q}")).await;
     assert_eq!(goals["results"][0]["value"], "Signup", "{goals}");

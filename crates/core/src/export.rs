@@ -4,6 +4,9 @@
 //! value, revenue, properties, the visitor id of that day), never an
 //! address or a user agent (neither is stored).
 //!
+//! Reports become CSV here too ([`report_csv`], the query API's
+//! `format=csv`).
+//!
 //! CSV cells that a spreadsheet would run as a formula (starting with `=`,
 //! `+`, `-`, `@`, a tab or a carriage return) are prefixed with `'`: page
 //! paths, referrers and properties come from visitors.
@@ -195,10 +198,88 @@ pub fn csv_cells(r: &ExportRow<'_>) -> Vec<String> {
     ]
 }
 
+/// Columns a report row leads with, when it has them.
+const LEADING: [&str; 5] = ["date", "value", "step", "label", "name"];
+
+/// A report's `results` as CSV (`format=csv`): an array of rows or one
+/// object of totals, one column per key (the row's name first, the rest in
+/// order). A revenue list is written `59.97 EUR; 5 USD`; other nested
+/// values as JSON. `None` when `results` is neither.
+pub fn report_csv(results: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let rows: Vec<&serde_json::Map<String, Value>> = match results {
+        Value::Array(items) => items.iter().filter_map(Value::as_object).collect(),
+        Value::Object(totals) => vec![totals],
+        _ => return None,
+    };
+    let mut columns: Vec<&str> = Vec::new();
+    for row in &rows {
+        for key in row.keys() {
+            if !columns.contains(&key.as_str()) {
+                columns.push(key);
+            }
+        }
+    }
+    columns.sort_by_key(|c| {
+        (
+            LEADING.iter().position(|l| l == c).unwrap_or(LEADING.len()),
+            *c,
+        )
+    });
+    let mut out = csv::Writer::from_writer(Vec::new());
+    out.write_record(&columns).ok()?;
+    for row in rows {
+        let cells = columns.iter().map(|c| match row.get(*c) {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => safe_cell(s),
+            Some(Value::Array(items)) if items.iter().all(|i| i.get("currency").is_some()) => items
+                .iter()
+                .map(|i| {
+                    format!(
+                        "{} {}",
+                        i["total"].as_str().unwrap_or_default(),
+                        i["currency"].as_str().unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            Some(other) => safe_cell(&other.to_string()),
+        });
+        out.write_record(cells).ok()?;
+    }
+    String::from_utf8(out.into_inner().ok()?).ok()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reports_become_csv_with_their_name_first() {
+        let rows = serde_json::json!([
+            {"visitors": 3, "value": "/=1+1", "pageviews": 5, "time_on_page": null},
+            {"visitors": 1, "value": "/a,b", "pageviews": 1, "revenue": [
+                {"currency": "EUR", "total": "39.98", "average": "19.99", "conversions": 2},
+                {"currency": "USD", "total": "5", "average": "5", "conversions": 1}
+            ]}
+        ]);
+        assert_eq!(
+            report_csv(&rows).unwrap(),
+            "value,pageviews,revenue,time_on_page,visitors\n/=1+1,5,,,3\n\"/a,b\",1,39.98 EUR; 5 USD,,1\n"
+        );
+        let totals = serde_json::json!({"visitors": 7, "bounce_rate": 12.5});
+        assert_eq!(
+            report_csv(&totals).unwrap(),
+            "bounce_rate,visitors\n12.5,7\n"
+        );
+        let hostile = serde_json::json!([{"value": "=HYPERLINK(\"x\")"}]);
+        assert_eq!(
+            report_csv(&hostile).unwrap(),
+            "value\n\"'=HYPERLINK(\"\"x\"\")\"\n"
+        );
+        assert_eq!(report_csv(&serde_json::json!(3)), None);
+    }
 
     #[test]
     fn formula_like_cells_are_defused() {

@@ -21,6 +21,7 @@
 //! bearer key, never cross-origin with credentials.
 
 pub mod config;
+pub mod download;
 pub mod error;
 pub mod funnel;
 pub mod params;
@@ -119,6 +120,7 @@ async fn route<S: QueryStore, C: Clock>(
             let (site, access) =
                 authenticate(store, config, request, site, now, Readers::KeysAndShares).await?;
             let mut q = params::query_map(request.uri().query());
+            let format = download::format_of(request, &mut q)?;
             if let Access::Share(share) = &access {
                 // The link's own filter narrows every report read through it.
                 if !share.filter.is_empty() {
@@ -129,7 +131,7 @@ async fn route<S: QueryStore, C: Clock>(
                     q.insert("filters".into(), filters);
                 }
             }
-            match rest {
+            let response = match rest {
                 ["access"] => Ok(access_response(&site, &access)),
                 ["realtime"] if matches!(&access, Access::Share(s) if !s.filter.is_empty()) => {
                     Err(ApiError {
@@ -176,7 +178,8 @@ async fn route<S: QueryStore, C: Clock>(
                     "unknown_endpoint",
                     "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels or access",
                 )),
-            }
+            }?;
+            download::convert(response, format, &site.id, &rest.join("-"))
         }
         (_, ["api", ..]) => Err(ApiError {
             status: 405,

@@ -110,13 +110,15 @@ struct Answer {
     warnings: Vec<tally_core::plan::Warning>,
     /// Why a metric is null, by metric name.
     metric_warnings: BTreeMap<&'static str, RevenueWarning>,
+    /// Whether imported days answered (Tally always includes them).
+    imports_included: bool,
 }
 
 impl Answer {
     fn into_json(self, q: &Query) -> Value {
         let mut meta = Map::new();
         if q.include.imports {
-            meta.insert("imports_included".into(), json!(false));
+            meta.insert("imports_included".into(), json!(self.imports_included));
         }
         if q.include.time_labels && q.time().is_some() {
             meta.insert("time_labels".into(), json!(self.time_labels));
@@ -331,6 +333,7 @@ async fn run<S: QueryStore>(
         time_labels: time_labels(q, &zone),
         warnings: read.warnings().to_vec(),
         metric_warnings,
+        imports_included: read.sources().imported.is_some(),
     })
 }
 

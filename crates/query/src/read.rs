@@ -24,6 +24,7 @@ use tally_core::funnel::{self, Mode, Step, StepCounts};
 use tally_core::goal::Matcher;
 use tally_core::plan::{self, Inputs, RollupFit, Source, Warning};
 use tally_core::range::DateRange;
+use tally_core::rollup::RollupSource;
 use tally_core::session::sessions;
 use tally_core::site::Site;
 use tally_core::zone::{Zone, format_date};
@@ -60,6 +61,8 @@ pub struct Request<'a> {
 #[derive(Debug, Default)]
 pub struct Read {
     rollups: BTreeMap<Date, Aggregate>,
+    /// The rollup days that are imported history.
+    imported: Vec<Date>,
     detail: Detail,
 }
 
@@ -72,6 +75,10 @@ pub struct SourcesMeta {
     pub segment: Option<Span>,
     /// Days folded with some raw hours (open hours, not yet compacted).
     pub raw: Option<Span>,
+    /// Of the rollup days, those that are imported history (absent when
+    /// none is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Span>,
 }
 
 /// A set of days: first, last and how many.
@@ -125,7 +132,7 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
         let rolled = rollups.await?;
         let complete = settled
             .iter()
-            .all(|d| rolled.get(d).is_some_and(|(_, stale)| !stale));
+            .all(|d| rolled.get(d).is_some_and(|day| !day.stale));
         let manifests = if complete {
             BTreeMap::new()
         } else {
@@ -138,8 +145,8 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
     };
     let fit = |d: Date| match rolled.get(&d) {
         None => RollupFit::None,
-        Some((_, false)) => RollupFit::Exact,
-        Some((_, true)) => RollupFit::Stale,
+        Some(day) if !day.stale => RollupFit::Exact,
+        Some(_) => RollupFit::Stale,
     };
     let plan = plan::plan(&Inputs {
         zone: r.zone,
@@ -153,12 +160,21 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
     });
     let rollup_days = plan.rollup_days();
     let detail = Box::pin(store.read_detail(site, plan, r.now)).await?;
+    let imported = rollup_days
+        .iter()
+        .filter(|d| rolled.get(d).is_some_and(|day| day.imported))
+        .copied()
+        .collect();
     let rollups = rolled
         .into_iter()
         .filter(|(d, _)| rollup_days.contains(d))
-        .map(|(d, (agg, _))| (d, agg))
+        .map(|(d, day)| (d, day.aggregate))
         .collect();
-    Ok(Read { rollups, detail })
+    Ok(Read {
+        rollups,
+        imported,
+        detail,
+    })
 }
 
 impl Read {
@@ -247,6 +263,7 @@ impl Read {
             rollup: span(&s.rollup),
             segment: span(&s.segment),
             raw: span(&s.raw),
+            imported: span(&self.imported),
         }
     }
 
@@ -289,22 +306,39 @@ fn spec<'a>(r: &Request<'a>) -> FoldSpec<'a> {
 /// The rollups of `[from, to]` and whether each is stale for this request:
 /// scalars for totals, dimensions for breakdowns; a goal breakdown's rollup
 /// is stale when it was computed with other goal definitions.
+/// A day's rollup as the plan weighs it.
+struct Rolled {
+    aggregate: Aggregate,
+    /// It cannot answer this request (other goals, a missing dimension).
+    stale: bool,
+    /// Imported history.
+    imported: bool,
+}
+
 async fn read_rollups<S: QueryStore>(
     store: &S,
     r: &Request<'_>,
     from: Date,
     to: Date,
-) -> Result<BTreeMap<Date, (Aggregate, bool)>, ApiError> {
+) -> Result<BTreeMap<Date, Rolled>, ApiError> {
     if r.dims.is_empty() && r.props.is_empty() {
         let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
         return Ok(scalars
             .into_iter()
             .map(|(d, s)| {
-                let agg = Aggregate {
+                let aggregate = Aggregate {
                     totals: s.totals(),
                     ..Aggregate::default()
                 };
-                (d, (agg, false))
+                let imported = s.source == RollupSource::Imported;
+                (
+                    d,
+                    Rolled {
+                        aggregate,
+                        stale: false,
+                        imported,
+                    },
+                )
             })
             .collect());
     }
@@ -319,7 +353,15 @@ async fn read_rollups<S: QueryStore>(
             let stale = (r.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
                 || r.dims.iter().any(|d| !day.aggregate.dims.contains_key(d))
                 || (day.props_cut && r.props.iter().any(|k| !day.aggregate.props.contains_key(k)));
-            (d, (day.aggregate, stale))
+            let imported = day.source == RollupSource::Imported;
+            (
+                d,
+                Rolled {
+                    aggregate: day.aggregate,
+                    stale,
+                    imported,
+                },
+            )
         })
         .collect())
 }
