@@ -7,6 +7,7 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- segments    # compacting a 1.1M-event day: encode speed, bytes, read from segments vs raw
 //! cargo run --release -p tally-tests --bin tally-bench -- history     # a 365-day filtered query on a site with 1,000 events a day
 //! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
+//! cargo build --release -p tally-tests -p tally && ./target/release/tally-bench export   # `tally export` of 110k and 1.1M events: peak memory
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -50,6 +51,7 @@ async fn main() {
         "segments" => segments_bench().await,
         "history" => history().await,
         "coldstart" => coldstart().await,
+        "export" => export_bench().await,
         _ => println!("usage: tally-bench dashboard|year|fold|segments|history|coldstart"),
     }
 }
@@ -673,5 +675,94 @@ async fn coldstart() {
             firsts[5],
             peak as f64 / 1024.0
         );
+    }
+}
+
+/// `tally export` (the release binary, a child process against the
+/// embedded store) of one day of about 110k events and of ten such days
+/// (1.1 M), compacted into segments: time and peak memory of each. The
+/// export reads one UTC hour at a time, so ten times the events should
+/// not take ten times the memory.
+async fn export_bench() {
+    let h = Harness::start().await;
+    let options = ClientOptions {
+        counter: Some(h.counter.clone()),
+        ..ClientOptions::local(&h.endpoint)
+    }
+    .for_batch();
+    let store = Store::connect(&options, "tally").await;
+    let first = date!(2026 - 11 - 01);
+    let start = utc_midnight(first);
+    let tally = std::env::var("TALLY_BIN").unwrap_or_else(|_| {
+        let me = std::env::current_exe().unwrap();
+        me.with_file_name("tally").display().to_string()
+    });
+    for (id, days) in [("one", 1i64), ("ten", 10)] {
+        let mut site = Site::new(id, &[format!("{id}.example")], "UTC", start).unwrap();
+        site.retention_days = 3650;
+        store.create_site(&site).await.unwrap();
+        let t = Instant::now();
+        let seeded = traffic(&site, start, days, 20_000, 7);
+        let n = seeded.len();
+        store_events(&store, &site, &seeded).await;
+        drop(seeded);
+        let one = time::Duration::days(1);
+        let last = first + time::Duration::days(days - 1);
+        let now = utc_midnight(last) + 3 * DAY_MS;
+        tally_rollup::compact::compact_days(&store, &site, now, first - one, last + one)
+            .await
+            .unwrap();
+        println!(
+            "{id}: stored and compacted {n} events over {days} day(s) in {:.0} s",
+            t.elapsed().as_secs_f64()
+        );
+        for format in ["ndjson", "csv"] {
+            let out = std::env::temp_dir().join(format!("tally-export-{id}.{format}"));
+            let args: Vec<String> = [
+                "-f",
+                "%M %e",
+                &tally,
+                "export",
+                "--site",
+                id,
+                "--from",
+                &tally_core::zone::format_date(first),
+                "--to",
+                &tally_core::zone::format_date(last),
+                "--format",
+                format,
+                "-o",
+                &out.display().to_string(),
+                "--dynamodb-endpoint",
+                &h.endpoint,
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+            let run = tokio::task::spawn_blocking(move || {
+                std::process::Command::new("/usr/bin/time")
+                    .args(&args)
+                    .env("AWS_REGION", "us-east-1")
+                    .output()
+                    .unwrap()
+            })
+            .await
+            .unwrap();
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert!(run.status.success(), "{stderr}");
+            let last_line = stderr.lines().last().unwrap_or_default();
+            let mut parts = last_line.split_whitespace();
+            let kb: f64 = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+            let secs: f64 = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+            let text = std::fs::read(&out).unwrap();
+            let rows = text.iter().filter(|b| **b == b'\n').count();
+            println!(
+                "{id} {format}: {rows} lines ({:.0} MB) in {secs:.1} s ({:.0}k events/s), peak RSS {:.0} MB",
+                text.len() as f64 / 1e6,
+                rows as f64 / secs.max(0.001) / 1e3,
+                kb / 1024.0
+            );
+            let _ = std::fs::remove_file(&out);
+        }
     }
 }
