@@ -199,3 +199,221 @@ async fn every_query_fixture_gets_its_answer_from_the_handler() {
     let body: &[u8] = response.body();
     assert!(String::from_utf8_lossy(body).contains("<html"));
 }
+
+/// A template condition's value for some parameter values (the template's
+/// defaults for the others): `!Equals` of `!Ref`s and strings, `!Not`.
+fn condition(t: &Value, name: &str, params: &[(&str, &str)]) -> bool {
+    fn text(v: &Value, t: &Value, params: &[(&str, &str)]) -> String {
+        match v {
+            Value::Tagged(tagged) if tagged.tag == "Ref" => {
+                let p = tagged.value.as_str().unwrap();
+                params
+                    .iter()
+                    .find(|(k, _)| *k == p)
+                    .map(|(_, v)| (*v).to_owned())
+                    .unwrap_or_else(|| match &t["Parameters"][p]["Default"] {
+                        Value::Number(n) => n.to_string(),
+                        other => other.as_str().unwrap().to_owned(),
+                    })
+            }
+            Value::Number(n) => n.to_string(),
+            other => other.as_str().unwrap().to_owned(),
+        }
+    }
+    fn eval(v: &Value, t: &Value, params: &[(&str, &str)]) -> bool {
+        let Value::Tagged(tagged) = v else {
+            panic!("not a condition: {v:?}")
+        };
+        let args = tagged.value.as_sequence().unwrap();
+        match tagged.tag.to_string().trim_start_matches('!') {
+            "Not" => !eval(&args[0], t, params),
+            "Equals" => text(&args[0], t, params) == text(&args[1], t, params),
+            other => panic!("unknown condition function {other}"),
+        }
+    }
+    eval(&t["Conditions"][name], t, params)
+}
+
+/// The resources a deployment with these parameters creates: name -> type.
+fn resources(t: &Value, params: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    t["Resources"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| match r["Condition"].as_str() {
+            Some(c) => condition(t, c, params),
+            None => true,
+        })
+        .map(|(k, r)| {
+            (
+                k.as_str().unwrap().to_owned(),
+                r["Type"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
+    let t = template();
+    let ingest_routes = [
+        "GET /script.js",
+        "POST /collect",
+        "OPTIONS /collect",
+        "POST /api/event",
+        "OPTIONS /api/event",
+        "GET /js/{script}",
+        "GET /health",
+    ];
+    let query_routes = ["GET /", "GET /api/{proxy+}", "POST /api/v2/query"];
+    for door in ["HttpApi", "FunctionUrl", "Both"] {
+        let params = [("IngestFrontDoor", door), ("QueryFrontDoor", door)];
+        let made = resources(&t, &params);
+        let api = door != "FunctionUrl";
+        let url = door != "HttpApi";
+        for (function, routes) in [("Ingest", &ingest_routes[..]), ("Query", &query_routes[..])] {
+            let keys: Vec<&str> = made
+                .iter()
+                .filter(|(k, ty)| {
+                    k.starts_with(&format!("{function}Route")) && *ty == "AWS::ApiGatewayV2::Route"
+                })
+                .map(|(k, _)| {
+                    t["Resources"][k.as_str()]["Properties"]["RouteKey"]
+                        .as_str()
+                        .unwrap()
+                })
+                .collect();
+            let mut want: Vec<&str> = if api { routes.to_vec() } else { vec![] };
+            let mut got = keys.clone();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "{door}: {function} routes");
+            assert_eq!(
+                made.contains_key(&format!("{function}Integration")),
+                api,
+                "{door}"
+            );
+            assert_eq!(
+                made.contains_key(&format!("{function}ApiPermission")),
+                api,
+                "{door}"
+            );
+            assert_eq!(
+                made.contains_key(&format!("{function}FunctionUrl")),
+                url,
+                "{door}"
+            );
+            assert_eq!(
+                made.contains_key(&format!("{function}FunctionUrlPermission")),
+                url,
+                "{door}"
+            );
+            assert_eq!(
+                made.contains_key(&format!("{function}FunctionUrlInvokePermission")),
+                url,
+                "{door}"
+            );
+            // The permissions: API Gateway from this API only; the URL for
+            // anyone, through the URL only.
+            let r = &t["Resources"];
+            let api_perm = &r[format!("{function}ApiPermission").as_str()]["Properties"];
+            assert_eq!(api_perm["Principal"], "apigateway.amazonaws.com");
+            assert_eq!(api_perm["Action"], "lambda:InvokeFunction");
+            let Value::Tagged(arn) = &api_perm["SourceArn"] else {
+                panic!()
+            };
+            assert!(arn.value.as_str().unwrap().ends_with(":${HttpApi}/*"));
+            let url_perm = &r[format!("{function}FunctionUrlPermission").as_str()]["Properties"];
+            assert_eq!(
+                (
+                    &url_perm["Action"],
+                    &url_perm["Principal"],
+                    &url_perm["FunctionUrlAuthType"]
+                ),
+                (
+                    &Value::from("lambda:InvokeFunctionUrl"),
+                    &Value::from("*"),
+                    &Value::from("NONE")
+                )
+            );
+            let invoke =
+                &r[format!("{function}FunctionUrlInvokePermission").as_str()]["Properties"];
+            assert_eq!(invoke["Action"], "lambda:InvokeFunction");
+            assert_eq!(invoke["InvokedViaFunctionUrl"], true);
+            assert_eq!(
+                r[format!("{function}FunctionUrl").as_str()]["Properties"]["AuthType"],
+                "NONE"
+            );
+        }
+        // The rollup schedule and the table do not depend on the doors.
+        assert!(made.contains_key("RollupFunction") && made.contains_key("Table"));
+    }
+    // Outputs follow the choice; the ingest function's own throttle.
+    assert!(matches!(&t["Outputs"]["ScriptTag"]["Value"], Value::Tagged(v) if v.tag == "If"));
+    assert_eq!(t["Outputs"]["IngestUrl"]["Condition"], "IngestUrl");
+    let reserved = &t["Resources"]["IngestFunction"]["Properties"]["ReservedConcurrentExecutions"];
+    assert!(matches!(reserved, Value::Tagged(v) if v.tag == "If"));
+    assert!(!condition(&t, "IngestReserved", &[]));
+    assert!(condition(
+        &t,
+        "IngestReserved",
+        &[("IngestReservedConcurrency", "50")]
+    ));
+}
+
+#[tokio::test]
+async fn the_ingest_urls_cors_is_the_answer_ingest_gives_itself() {
+    let t = template();
+    let cors = &t["Resources"]["IngestFunctionUrl"]["Properties"]["Cors"];
+    let h = Harness::start().await;
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let clock = ManualClock::at(1_764_460_800_000);
+    let request = lambda_http::request::from_str(&fixture("ingest-preflight.json")).unwrap();
+    let response = handle(&ingest, &clock, &Config::default(), request).await;
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let list = |v: &Value| -> Vec<String> {
+        v.as_sequence()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap().to_ascii_lowercase())
+            .collect()
+    };
+    // The headers the browser may send.
+    let own_headers: Vec<String> = header("access-control-allow-headers")
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .collect();
+    assert_eq!(list(&cors["AllowHeaders"]), own_headers);
+    // Every method ingest allows cross-origin (OPTIONS is the preflight
+    // itself, which the URL answers), and GET for the scripts.
+    let url_methods = list(&cors["AllowMethods"]);
+    for m in header("access-control-allow-methods")
+        .split(',')
+        .map(str::trim)
+    {
+        if m != "OPTIONS" {
+            assert!(url_methods.contains(&m.to_ascii_lowercase()), "{m}");
+        }
+    }
+    assert_eq!(
+        cors["MaxAge"].as_u64().unwrap().to_string(),
+        header("access-control-max-age")
+    );
+    // Any origin, as ingest's own answers say.
+    let post = lambda_http::request::from_str(&fixture("ingest-bad-body.json")).unwrap();
+    let answer = handle(&ingest, &clock, &Config::default(), post).await;
+    let origin = answer.headers()["access-control-allow-origin"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(list(&cors["AllowOrigins"]), vec![origin]);
+    // The query API is not cross-origin: its URL has no CORS.
+    assert!(t["Resources"]["QueryFunctionUrl"]["Properties"]["Cors"].is_null());
+}
