@@ -348,6 +348,14 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
         // The rollup schedule and the table do not depend on the doors.
         assert!(made.contains_key("RollupFunction") && made.contains_key("Table"));
     }
+    // The API has no OpenAPI body (an update would re-import it over the
+    // routes), and its stage deploys them with the route throttling.
+    let api = &t["Resources"]["HttpApi"];
+    assert_eq!(api["Type"], "AWS::ApiGatewayV2::Api");
+    assert!(api["Properties"]["Body"].is_null());
+    let stage = &t["Resources"]["HttpApiStage"]["Properties"];
+    assert_eq!(stage["AutoDeploy"], true);
+    assert!(!stage["DefaultRouteSettings"]["ThrottlingRateLimit"].is_null());
     // Outputs follow the choice; the ingest function's own throttle.
     assert!(matches!(&t["Outputs"]["ScriptTag"]["Value"], Value::Tagged(v) if v.tag == "If"));
     assert_eq!(t["Outputs"]["IngestUrl"]["Condition"], "IngestUrl");
