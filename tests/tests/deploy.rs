@@ -425,3 +425,100 @@ async fn the_ingest_urls_cors_is_the_answer_ingest_gives_itself() {
     // The query API is not cross-origin: its URL has no CORS.
     assert!(t["Resources"]["QueryFunctionUrl"]["Properties"]["Cors"].is_null());
 }
+
+#[test]
+fn the_alarms_watch_metrics_the_functions_write() {
+    let t = template();
+    // What the code writes: metric names per Function dimension.
+    let mut counts = tally_core::metrics::IngestCounts {
+        accepted: 1,
+        store_ms: vec![1.0],
+        ..Default::default()
+    };
+    counts.dropped.insert("bot", 1);
+    let mut lines = counts.lines(0);
+    lines.extend(tally_rollup::handler::metric_lines(
+        &tally_rollup::RunReport::default(),
+        0,
+    ));
+    let mut written: std::collections::BTreeSet<(String, String)> = Default::default();
+    for l in &lines {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        for m in v["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+        {
+            written.insert((
+                v["Function"].as_str().unwrap().to_owned(),
+                m["Name"].as_str().unwrap().to_owned(),
+            ));
+        }
+    }
+    let alarms: Vec<&Value> = t["Resources"]
+        .as_mapping()
+        .unwrap()
+        .values()
+        .filter(|r| r["Type"] == "AWS::CloudWatch::Alarm")
+        .collect();
+    let mut tally_alarms = 0;
+    let mut lambda: std::collections::BTreeSet<(String, String)> = Default::default();
+    for a in &alarms {
+        let p = &a["Properties"];
+        // Every alarm notifies the topic.
+        let actions = p["AlarmActions"].as_sequence().unwrap();
+        assert!(
+            actions
+                .iter()
+                .any(|x| matches!(x, Value::Tagged(t) if t.value == "AlarmTopic")),
+            "{p:?}"
+        );
+        match p["Namespace"].as_str().unwrap() {
+            "Tally" => {
+                let function = p["Dimensions"][0]["Value"].as_str().unwrap().to_owned();
+                let metric = p["MetricName"].as_str().unwrap().to_owned();
+                assert!(
+                    written.contains(&(function.clone(), metric.clone())),
+                    "{function}/{metric} is never written"
+                );
+                tally_alarms += 1;
+            }
+            "AWS/Lambda" => {
+                let Value::Tagged(f) = &p["Dimensions"][0]["Value"] else {
+                    panic!()
+                };
+                lambda.insert((
+                    f.value.as_str().unwrap().to_owned(),
+                    p["MetricName"].as_str().unwrap().to_owned(),
+                ));
+            }
+            "AWS/DynamoDB" => {
+                assert_eq!(p["Dimensions"][0]["Name"], "TableName");
+            }
+            other => panic!("unexpected namespace {other}"),
+        }
+    }
+    assert_eq!(
+        tally_alarms, 4,
+        "failed writes, failed sites, lag, not running"
+    );
+    for f in ["IngestFunction", "QueryFunction", "RollupFunction"] {
+        for m in ["Errors", "Throttles"] {
+            assert!(lambda.contains(&(f.to_owned(), m.to_owned())), "{f} {m}");
+        }
+    }
+    // The topic's e-mail subscription exists only with an address.
+    assert!(!condition(&t, "HasAlarmEmail", &[]));
+    assert!(condition(
+        &t,
+        "HasAlarmEmail",
+        &[("AlarmEmail", "ops@example.com")]
+    ));
+    assert_eq!(
+        t["Resources"]["AlarmSubscription"]["Condition"],
+        "HasAlarmEmail"
+    );
+    assert_eq!(
+        t["Resources"]["Dashboard"]["Type"],
+        "AWS::CloudWatch::Dashboard"
+    );
+}

@@ -538,3 +538,93 @@ async fn a_runaway_site_is_capped_by_its_site_budget() {
     }
     assert_eq!(rig.h.event_items().await.len(), 5);
 }
+
+#[tokio::test]
+async fn outcomes_become_metric_lines_by_reason_and_code() {
+    let rig = Rig::new().await;
+    let body = |eid: &str| {
+        format!(
+            r#"{{"s":"blog","u":"https://example.com/","eid":"{eid}","ts":{}}}"#,
+            t0()
+        )
+    };
+    rig.clock.set(t0());
+    // Stored, the same id again, a bot, a foreign origin's host, malformed.
+    assert_eq!(
+        rig.post(&body("a1"), "198.51.100.1", CHROME_MAC).await.1["status"],
+        "accepted"
+    );
+    assert_eq!(
+        rig.post(&body("a1"), "198.51.100.1", CHROME_MAC).await.1["status"],
+        "duplicate"
+    );
+    let bot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    let (_, dropped) = rig.post(&body("a2"), "198.51.100.2", bot).await;
+    assert_eq!(dropped["status"], "dropped");
+    let (status, rejected) = rig.post("{not json", "198.51.100.3", CHROME_MAC).await;
+    assert_eq!(status, 400);
+    // The lines name the reason and code the answers gave.
+    let reason = dropped["reason"].as_str().unwrap().to_owned();
+    let code = rejected["error"]["code"].as_str().unwrap().to_owned();
+    let lines = rig.config.metrics.flush(t0());
+    let parsed: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Every line: the Tally namespace, a Function dimension, and each named
+    // metric with a value and a unit.
+    for l in &parsed {
+        let d = &l["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(d["Namespace"], "Tally");
+        assert_eq!(d["Dimensions"][0][0], "Function");
+        assert_eq!(l["Function"], "ingest");
+        for m in d["Metrics"].as_array().unwrap() {
+            let name = m["Name"].as_str().unwrap();
+            assert!(!l[name].is_null(), "{name}");
+            assert!(["Count", "Milliseconds"].contains(&m["Unit"].as_str().unwrap()));
+        }
+    }
+    let totals = &parsed[0];
+    assert_eq!(
+        [
+            &totals["Accepted"],
+            &totals["Duplicates"],
+            &totals["Dropped"],
+            &totals["Rejected"],
+            &totals["Failed"]
+        ],
+        [1.0, 1.0, 1.0, 1.0, 0.0]
+            .map(|n| serde_json::json!(n))
+            .each_ref()
+    );
+    // Two writes were tried: the event and its duplicate.
+    assert_eq!(totals["StoreLatency"].as_array().map(Vec::len), Some(2));
+    let by = |dim: &str| -> Vec<(String, f64)> {
+        parsed
+            .iter()
+            .filter(|l| l.get(dim).is_some())
+            .map(|l| {
+                let metric = if dim == "Reason" {
+                    "Dropped"
+                } else {
+                    "Rejected"
+                };
+                (
+                    l[dim].as_str().unwrap().to_owned(),
+                    l[metric].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(by("Reason"), vec![(reason, 1.0)]);
+    assert_eq!(by("Code"), vec![(code, 1.0)]);
+    // Flushed: nothing more until something happens.
+    assert!(rig.config.metrics.flush(t0()).is_empty());
+    // The Lambda writes its lines at most once a minute.
+    assert_eq!(
+        rig.post(&body("a3"), "198.51.100.1", CHROME_MAC).await.1["status"],
+        "accepted"
+    );
+    assert!(rig.config.metrics.due(t0() + 1_000).is_empty());
+    assert_eq!(rig.config.metrics.due(t0() + 61_000).len(), 1);
+}

@@ -346,3 +346,54 @@ async fn the_schedule_fixture_drives_the_lambda_handler() {
     assert_eq!(report.processed, vec!["sched"]);
     assert!(report.days_written >= 3, "{report:?}");
 }
+
+#[tokio::test]
+async fn a_run_reports_its_metrics_and_the_days_it_cannot_roll() {
+    let h = Harness::start().await;
+    let now = utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
+    // Created ten days ago, nothing ever compacted, raw kept seven days:
+    // the first days' events are gone before any rollup was made.
+    let created = utc_midnight(date!(2026 - 11 - 20)) + HOUR_MS;
+    let site = Site::new("lag", &["lag.example".into()], "UTC", created).unwrap();
+    h.store.create_site(&site).await.unwrap();
+    let report = run(&h.store, now, &JobConfig::default(), &|_| {})
+        .await
+        .unwrap();
+    assert!(report.failed.is_empty() && report.finished, "{report:?}");
+    assert!(report.days_written > 0);
+    // The oldest day that cannot be rolled is the site's first.
+    let first_day_end = utc_midnight(date!(2026 - 11 - 21));
+    assert_eq!(report.oldest_unrolled_ms, now - first_day_end);
+
+    let lines = tally_rollup::handler::metric_lines(&report, now);
+    assert_eq!(lines.len(), 1);
+    let l: Value = serde_json::from_str(&lines[0]).unwrap();
+    let d = &l["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(
+        (d["Namespace"].as_str(), l["Function"].as_str()),
+        (Some("Tally"), Some("rollup"))
+    );
+    assert_eq!(d["Dimensions"], serde_json::json!([["Function"]]));
+    let units: BTreeMap<String, String> = d["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["Name"].as_str().unwrap().to_owned(),
+                m["Unit"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(units["OldestUnrolledDayAge"], "Hours");
+    assert_eq!(units["DaysWritten"], "Count");
+    assert_eq!(l["DaysWritten"].as_f64(), Some(report.days_written as f64));
+    assert_eq!(
+        (l["SitesFailed"].as_f64(), l["RunFinished"].as_f64()),
+        (Some(0.0), Some(1.0))
+    );
+    assert_eq!(
+        l["OldestUnrolledDayAge"].as_f64(),
+        Some((now - first_day_end) as f64 / HOUR_MS as f64)
+    );
+}

@@ -105,7 +105,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let secret = tally_store::env::salt_secret()?;
     let app = Arc::new(App {
         ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
-        ingest_config: IngestConfig::from_env(),
+        // Metric lines are for CloudWatch; `tally dev` keeps stdout for its
+        // ready line and the counters at /health.
+        ingest_config: IngestConfig {
+            emit_metrics: false,
+            ..IngestConfig::from_env()
+        },
         query: DynamoQuery::new(store.clone()),
         query_config: tally_query::Config::default(),
     });

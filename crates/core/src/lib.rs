@@ -36,6 +36,7 @@ pub mod hex;
 pub mod import;
 pub mod keys;
 pub mod limit;
+pub mod metrics;
 pub mod money;
 pub mod payload;
 pub mod plan;

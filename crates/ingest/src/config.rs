@@ -1,5 +1,5 @@
-//! The ingest function's settings (read once at start-up) and its
-//! per-instance counters.
+//! The ingest function's settings (read once at start-up), its
+//! per-instance counters and its metrics since the last flush.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +34,61 @@ pub struct Config {
     pub site_budget: Option<u32>,
     /// This instance's budget windows.
     pub budgets: Mutex<MinuteBudget>,
+    /// Outcomes since the metrics were last written.
+    pub metrics: IngestMetrics,
+    /// Whether metric lines are written to stdout (the Lambda: yes; tests
+    /// and `tally dev`: no).
+    pub emit_metrics: bool,
+}
+
+/// How often an instance writes its metric lines (at the first request
+/// after this long; a frozen instance writes nothing).
+pub const METRICS_EVERY_MS: tally_core::Millis = 60_000;
+
+/// Ingest's outcomes since the last flush ([`tally_core::metrics`]).
+#[derive(Debug, Default)]
+pub struct IngestMetrics {
+    state: Mutex<(tally_core::Millis, tally_core::metrics::IngestCounts)>,
+}
+
+impl IngestMetrics {
+    /// Counts something.
+    pub fn count(&self, f: impl FnOnce(&mut tally_core::metrics::IngestCounts)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s.1);
+        }
+    }
+
+    /// The lines of everything counted since the last flush, if
+    /// [`METRICS_EVERY_MS`] have passed since it (the first call starts
+    /// the clock).
+    pub fn due(&self, now: tally_core::Millis) -> Vec<String> {
+        let Ok(mut s) = self.state.lock() else {
+            return Vec::new();
+        };
+        if s.0 == 0 {
+            s.0 = now;
+        }
+        if now - s.0 < METRICS_EVERY_MS || s.1.is_empty() {
+            return Vec::new();
+        }
+        let counts = std::mem::take(&mut s.1);
+        s.0 = now;
+        counts.lines(now)
+    }
+
+    /// The lines of everything counted, now (none when nothing was).
+    pub fn flush(&self, now: tally_core::Millis) -> Vec<String> {
+        let Ok(mut s) = self.state.lock() else {
+            return Vec::new();
+        };
+        s.0 = now;
+        let counts = std::mem::take(&mut s.1);
+        if counts.is_empty() {
+            return Vec::new();
+        }
+        counts.lines(now)
+    }
 }
 
 impl Default for Config {
@@ -46,6 +101,8 @@ impl Default for Config {
             client_budget: Some(DEFAULT_CLIENT_BUDGET),
             site_budget: Some(DEFAULT_SITE_BUDGET),
             budgets: Mutex::new(MinuteBudget::new()),
+            metrics: IngestMetrics::default(),
+            emit_metrics: false,
         }
     }
 }
@@ -72,6 +129,7 @@ impl Config {
             ),
             client_budget: budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET),
             site_budget: budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET),
+            emit_metrics: !matches!(std::env::var("TALLY_METRICS").as_deref(), Ok("0" | "off")),
             ..Self::default()
         }
     }

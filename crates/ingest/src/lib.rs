@@ -59,5 +59,8 @@ pub async fn handle<S: IngestStore, C: Clock>(
         ),
         _ => error(404, "not_found", "no such route"),
     };
+    if config.emit_metrics {
+        tally_lambda::metrics::emit(&config.metrics.due(clock.now()));
+    }
     cors(response)
 }

@@ -132,7 +132,15 @@ async fn steps<S: IngestStore>(
             ..key
         }
     };
-    write(store, &key, &stored, event_ttl(at, site.retention_days)).await
+    let started = std::time::Instant::now();
+    let verdict = write(store, &key, &stored, event_ttl(at, site.retention_days)).await;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    config.metrics.count(|m| {
+        if m.store_ms.len() < tally_core::metrics::MAX_VALUES {
+            m.store_ms.push((ms * 100.0).round() / 100.0);
+        }
+    });
+    verdict
 }
 
 /// Step 3: bots are dropped before anything is read.
@@ -238,6 +246,13 @@ pub async fn write<S: IngestStore>(
 /// a user agent or a site's visitor).
 pub fn record(config: &Config, verdict: &Verdict) {
     let c = &config.counters;
+    config.metrics.count(|m| match verdict {
+        Verdict::Stored => m.accepted += 1,
+        Verdict::Duplicate => m.duplicates += 1,
+        Verdict::Dropped(drop) => *m.dropped.entry(drop.reason()).or_default() += 1,
+        Verdict::Rejected(rejection) => *m.rejected.entry(rejection.code()).or_default() += 1,
+        Verdict::Failed(_) => m.failed += 1,
+    });
     match verdict {
         Verdict::Stored => Counters::bump(&c.accepted),
         Verdict::Duplicate => Counters::bump(&c.duplicates),

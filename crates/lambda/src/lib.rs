@@ -3,6 +3,8 @@
 //!
 //! - [`logging`]: structured JSON logs on stderr.
 //! - [`request`]: what an HTTP request says about its client.
+//! - [`metrics`]: CloudWatch Embedded Metric Format lines on stdout.
 
 pub mod logging;
+pub mod metrics;
 pub mod request;

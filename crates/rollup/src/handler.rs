@@ -7,6 +7,36 @@ use std::time::{Duration, Instant, SystemTime};
 use tally_store::Store;
 use tally_store::clock::Clock;
 
+/// The run's EMF lines ([`tally_core::metrics`]): days written, sites
+/// processed and failed, whether the run reached every site, and the age
+/// of the oldest settled day still without a rollup.
+pub fn metric_lines(report: &RunReport, now: tally_core::Millis) -> Vec<String> {
+    use tally_core::metrics::{Metric, Unit, line};
+    let n = |v: usize| v as f64;
+    line(
+        "rollup",
+        None,
+        &[
+            Metric::one("DaysWritten", Unit::Count, n(report.days_written)),
+            Metric::one("SitesProcessed", Unit::Count, n(report.processed.len())),
+            Metric::one("SitesFailed", Unit::Count, n(report.failed.len())),
+            Metric::one(
+                "RunFinished",
+                Unit::Count,
+                if report.finished { 1.0 } else { 0.0 },
+            ),
+            Metric::one(
+                "OldestUnrolledDayAge",
+                Unit::Hours,
+                report.oldest_unrolled_ms as f64 / tally_core::HOUR_MS as f64,
+            ),
+        ],
+        now,
+    )
+    .into_iter()
+    .collect()
+}
+
 /// Time kept back from the Lambda deadline to save the cursor and answer.
 pub const DEADLINE_MARGIN: Duration = Duration::from_secs(30);
 
@@ -34,7 +64,9 @@ pub async fn handle<C: Clock>(
             .map(str::to_owned),
         ..JobConfig::default()
     };
-    let report = run(store, clock.now(), &config, &|_| {}).await?;
+    let now = clock.now();
+    let report = run(store, now, &config, &|_| {}).await?;
+    tally_lambda::metrics::emit(&metric_lines(&report, now));
     tracing::info!(
         processed = report.processed.len(),
         failed = report.failed.len(),

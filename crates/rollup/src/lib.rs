@@ -111,6 +111,9 @@ pub struct RunReport {
     pub compaction: CompactReport,
     /// Whether every site was reached (the cursor is cleared).
     pub finished: bool,
+    /// How long ago the oldest settled day that is due and still has no
+    /// rollup ended, over the sites processed (0 when none is behind).
+    pub oldest_unrolled_ms: Millis,
 }
 
 /// What rolling one site did.
@@ -122,6 +125,9 @@ pub struct SiteReport {
     pub kept_imported: Vec<Date>,
     /// What compaction did.
     pub compaction: CompactReport,
+    /// How long ago the oldest settled day that was due and still has no
+    /// rollup after this run ended (0: none).
+    pub oldest_unrolled_ms: Millis,
 }
 
 /// Runs the job over every site (or the configured one), continuing after
@@ -180,6 +186,9 @@ pub async fn run(
                 report.days_written += site_report.written.len();
                 report.days_kept_imported += site_report.kept_imported.len();
                 report.compaction.add(&site_report.compaction);
+                report.oldest_unrolled_ms = report
+                    .oldest_unrolled_ms
+                    .max(site_report.oldest_unrolled_ms);
                 report.processed.push(id.clone());
             }
             Err(e) => {
@@ -376,6 +385,19 @@ pub async fn rollup_site(
             }
         }
     }
+    // Settled days that were due, had no rollup and still have none (their
+    // events unreadable or gone): the job's lag, for the metric and alarm.
+    report.oldest_unrolled_ms = days
+        .iter()
+        .filter(|d| {
+            is_settled(&zone, **d, now, config.settle_ms)
+                && !existing.contains_key(d)
+                && !report.written.contains(d)
+                && !report.kept_imported.contains(d)
+        })
+        .map(|d| now - zone.day_end(*d))
+        .max()
+        .unwrap_or(0);
     Ok(report)
 }
 
