@@ -265,7 +265,12 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
         "GET /js/{script}",
         "GET /health",
     ];
-    let query_routes = ["GET /", "GET /api/{proxy+}", "POST /api/v2/query"];
+    let query_routes = [
+        "GET /",
+        "GET /api/{proxy+}",
+        "POST /api/sites/{site}/unlock",
+        "POST /api/v2/query",
+    ];
     for door in ["HttpApi", "FunctionUrl", "Both"] {
         let params = [("IngestFrontDoor", door), ("QueryFrontDoor", door)];
         let made = resources(&t, &params);

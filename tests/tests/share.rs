@@ -211,6 +211,14 @@ async fn shared_links_read_their_site_only_until_revoked_or_expired() {
     )
     .await;
     assert_eq!(widened["results"]["visitors"], 0, "{widened}");
+    // A stored filter ending in an escape cannot swallow the joining `;`:
+    // the viewer's filter is parsed on its own and refused, never widening.
+    let (bent, mut record) = put_share(&h.store, "a.example", 9, "", None, None).await;
+    record.filter = "page==/pricing\\".into();
+    h.store.put_share("a.example", &record).await.unwrap();
+    let hostile = get(&format!("{path}&filters=%7C*"), &bent);
+    let (s, body) = send(&query, &config, now, hostile).await;
+    assert_eq!(s, 400, "{body}");
     let (s, body) = send(
         &query,
         &config,

@@ -181,22 +181,25 @@ async fn a_sites_history_exported_and_imported_answers_the_same() {
     );
 
     // Every event out, one UTC hour at a time, without addresses or agents.
-    let mut out = Vec::new();
-    let events = transfer::export_events(
-        &h.store,
-        &orig,
+    let export = |range: DateRange, format: EventFormat| {
+        let (store, orig) = (&h.store, &orig);
+        async move {
+            let mut out = Vec::new();
+            let report =
+                transfer::export_events(store, orig, range, now, format, &mut out, &|_, _| {})
+                    .await
+                    .unwrap();
+            (report, String::from_utf8(out).unwrap())
+        }
+    };
+    let (events, text) = export(
         DateRange {
             from: FIRST - time::Duration::days(1),
             to: LAST + time::Duration::days(1),
         },
-        now,
         EventFormat::Ndjson,
-        &mut out,
-        &|_, _| {},
     )
-    .await
-    .unwrap();
-    let text = String::from_utf8(out).unwrap();
+    .await;
     let stored = h.event_items().await.len() as u64;
     assert_eq!(events.rows, stored);
     assert_eq!(text.lines().count() as u64, stored);
@@ -215,23 +218,35 @@ async fn a_sites_history_exported_and_imported_answers_the_same() {
         assert!(!text.contains(&format!("\"{}\"", p.ip)), "{}", p.ip);
         assert!(!text.contains(&p.user_agent));
     }
+    // Day by day, the exports split the events exactly: each keeps its own
+    // day's events, none twice.
+    let mut by_day = 0u64;
+    let mut day = FIRST - time::Duration::days(1);
+    while day <= LAST + time::Duration::days(1) {
+        let (r, day_text) = export(DateRange { from: day, to: day }, EventFormat::Ndjson).await;
+        let prefix = tally_core::zone::format_date(day);
+        for line in day_text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let local = zone.local_date(
+                time::OffsetDateTime::parse(
+                    v["time"].as_str().unwrap(),
+                    &time::format_description::well_known::Rfc3339,
+                )
+                .unwrap()
+                .unix_timestamp()
+                    * 1000,
+            );
+            assert_eq!(tally_core::zone::format_date(local), prefix, "{line}");
+        }
+        by_day += r.rows;
+        day += time::Duration::days(1);
+    }
+    assert_eq!(by_day, stored);
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     for field in tally_core::export::FIELDS {
         assert!(first.get(field).is_some(), "{field}: {first}");
     }
-    let mut csv_out = Vec::new();
-    transfer::export_events(
-        &h.store,
-        &orig,
-        range,
-        now,
-        EventFormat::Csv,
-        &mut csv_out,
-        &|_, _| {},
-    )
-    .await
-    .unwrap();
-    let csv_text = String::from_utf8(csv_out).unwrap();
+    let (_, csv_text) = export(range, EventFormat::Csv).await;
     assert_eq!(
         csv_text.lines().next().unwrap(),
         tally_core::export::FIELDS.join(",")
@@ -671,7 +686,7 @@ async fn an_import_over_tallys_own_days_is_refused_unless_told_which_wins() {
     )
     .await;
     assert_eq!(response.status().as_u16(), 202);
-    let now = at + DAY_MS + 30 * MINUTE_MS;
+    let now = at + 2 * DAY_MS + 30 * MINUTE_MS;
     let dir = fixture_dir();
     let read = || {
         transfer::read_files(std::slice::from_ref(&dir), &|_| {})
@@ -694,6 +709,15 @@ async fn an_import_over_tallys_own_days_is_refused_unless_told_which_wins() {
     let replaced = import(Some(Replace::Imported)).await.unwrap();
     assert_eq!(replaced.replaced, vec![date!(2024 - 03 - 02)]);
     assert_eq!(replaced.written.len(), 3);
+    // Days not over yet are refused (Tally's own events would hide behind
+    // them for good), and nothing is written.
+    let before = snapshot(&h).await;
+    let early = utc_midnight(date!(2024 - 03 - 03)) + HOUR_MS;
+    match transfer::import(&h.store, &site, read(), None, early, &|| {}).await {
+        Err(TransferError::NotOver(days)) => assert_eq!(days, vec![date!(2024 - 03 - 03)]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(snapshot(&h).await, before);
 }
 
 /// Breaks one sample file.

@@ -65,8 +65,10 @@ fn build(
     now: i64,
 ) -> anyhow::Result<(Share, String)> {
     share::check_label(label)?;
-    let filter = filter.trim();
-    Filter::parse(filter).with_context(|| format!("--filter {filter:?}"))?;
+    // Stored normalised, as the API writes filters back.
+    let filter = Filter::parse(filter.trim())
+        .with_context(|| format!("--filter {filter:?}"))?
+        .to_query();
     let expires_at = expires
         .map(|e| share::parse_expiry(e, now))
         .transpose()
@@ -80,7 +82,7 @@ fn build(
         hash: share::hash_token(&token),
         prefix: share::shown_prefix(&token),
         label: label.to_owned(),
-        filter: filter.to_owned(),
+        filter,
         created_at: now,
         expires_at,
         password,

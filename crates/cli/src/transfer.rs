@@ -70,6 +70,13 @@ pub enum TransferError {
     /// The read path.
     #[error("reading the site's data: {0}")]
     Read(String),
+    /// Days not over yet in the site's zone: Tally's own events for them
+    /// would be hidden behind the import.
+    #[error(
+        "{} day(s) are today or later in the site's time zone ({}): import only days that are over",
+        .0.len(), days_text(.0)
+    )]
+    NotOver(Vec<Date>),
 }
 
 fn days_text(days: &[Date]) -> String {
@@ -213,6 +220,11 @@ pub async fn import(
     ) else {
         return Ok(ImportReport::default());
     };
+    let today = site.zone().local_date(now);
+    let not_over: Vec<Date> = days.keys().filter(|d| **d >= today).copied().collect();
+    if !not_over.is_empty() {
+        return Err(TransferError::NotOver(not_over));
+    }
     // Goals: event goals convert on imported custom events of their name.
     let goals = store.goals(&site.id).await?;
     let fp = goals_fingerprint(&goals);
@@ -439,9 +451,12 @@ pub async fn export_events(
     };
     let hours = plan.event_hours();
     let total = hours.len() as u64;
+    // The plan reads around the days (visits spill over midnight); the
+    // export keeps the events of the days asked for.
+    let (from, to) = (zone.day_start(range.from), zone.day_end(range.to));
     for hour in hours {
         let detail = store.read_detail(site, plan.only_hour(hour), now).await?;
-        for e in &detail.events {
+        for e in detail.events.iter().filter(|e| e.ts >= from && e.ts < to) {
             let row = export::row(e);
             match &mut sink {
                 Sink::Csv(w) => w.write_record(export::csv_cells(&row)).map_err(csv_err)?,

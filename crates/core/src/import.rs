@@ -43,6 +43,10 @@ pub struct ImportError {
     pub message: String,
 }
 
+/// The largest count (or number of seconds) a cell may hold: far above
+/// any real day, far below where sums could overflow.
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
 /// What one row's columns feed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Metric {
@@ -74,6 +78,8 @@ struct DimColumn {
     empty: Option<&'static str>,
     /// Lower-cased (Tally's device names).
     lower: bool,
+    /// A value that means "unknown" and is skipped (Plausible's city id 0).
+    unknown: Option<&'static str>,
 }
 
 const fn dim(column: &'static str, dimension: Dimension) -> DimColumn {
@@ -82,6 +88,7 @@ const fn dim(column: &'static str, dimension: Dimension) -> DimColumn {
         dimension,
         empty: None,
         lower: false,
+        unknown: None,
     }
 }
 
@@ -172,7 +179,10 @@ fn plausible_layout(table: &str) -> Option<Layout> {
         "locations" => visit(vec![
             dim("country", Dimension::Country),
             dim("region", Dimension::Region),
-            dim("city", Dimension::City),
+            DimColumn {
+                unknown: Some("0"),
+                ..dim("city", Dimension::City)
+            },
         ]),
         "devices" => visit(vec![DimColumn {
             lower: true,
@@ -260,6 +270,10 @@ pub struct Imported {
     totals_seen: BTreeMap<Date, ()>,
     /// Where each day was first seen without totals: (file, line).
     first_seen: BTreeMap<Date, (String, u64)>,
+    /// The tables read so far, by layout, and the file each came from: a
+    /// second file of a table (the ZIP and its unpacked folder) would count
+    /// twice.
+    tables: BTreeMap<String, String>,
 }
 
 /// Reads a number column: a whole count, or (for seconds and values) a
@@ -272,6 +286,13 @@ fn number(text: &str, metric: Metric) -> Result<Option<u64>, String> {
     if text.starts_with('-') {
         return Err(format!("negative count {text:?}"));
     }
+    let capped = |n: u64| {
+        if n > MAX_COUNT {
+            Err(format!("{text:?} is larger than {MAX_COUNT}"))
+        } else {
+            Ok(Some(n))
+        }
+    };
     match metric {
         Metric::DurationSeconds | Metric::EngagedSeconds => {
             let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
@@ -285,16 +306,16 @@ fn number(text: &str, metric: Metric) -> Result<Option<u64>, String> {
                 .parse()
                 .map_err(|_| format!("{text:?} is too large"))?;
             let ms: u64 = format!("{frac:0<3}").parse().unwrap_or(0);
-            whole
+            let total = whole
                 .checked_mul(1000)
                 .and_then(|w| w.checked_add(ms))
-                .map(Some)
-                .ok_or_else(|| format!("{text:?} is too large"))
+                .ok_or_else(|| format!("{text:?} is too large"))?;
+            capped(total / 1000).map(|_| Some(total))
         }
         _ => text
             .parse::<u64>()
-            .map(Some)
-            .map_err(|_| format!("{text:?} is not a whole number")),
+            .map_err(|_| format!("{text:?} is not a whole number"))
+            .and_then(capped),
     }
 }
 
@@ -339,6 +360,18 @@ impl Imported {
             .iter()
             .map(|h| h.trim().trim_start_matches('\u{feff}').to_ascii_lowercase())
             .collect();
+        let table = match plausible_table(file) {
+            Some(t) => format!("plausible {t}"),
+            None => format!("daily {}", header.get(1).map_or("", String::as_str)),
+        };
+        if let Some(first) = self.tables.get(&table) {
+            return Err(err(
+                1,
+                format!(
+                    "a second file of the same table (the first was {first}): each would count"
+                ),
+            ));
+        }
         let layout = match plausible_table(file) {
             Some(table) => plausible_layout(table),
             None => match header.get(1).map(String::as_str) {
@@ -441,6 +474,9 @@ impl Imported {
             }
             for (at, d) in &dims {
                 let raw = record.get(*at).unwrap_or_default().trim();
+                if d.unknown == Some(raw) {
+                    continue;
+                }
                 let value = match (raw.is_empty(), d.empty) {
                     (true, Some(empty)) => empty.to_owned(),
                     (true, None) => continue,
@@ -456,6 +492,7 @@ impl Imported {
             }
             rows += 1;
         }
+        staged.tables.insert(table, file.to_owned());
         *self = staged;
         Ok(rows)
     }
@@ -638,6 +675,11 @@ mod tests {
                 1,
                 "first column",
             ),
+            (
+                format!("{totals}2026-11-20,3,4,9,1,5\n2026-11-21,18446744073709551615,4,9,1,5\n"),
+                3,
+                "larger than",
+            ),
         ];
         for (text, line, message) in cases {
             let mut imported = Imported::default();
@@ -663,6 +705,38 @@ mod tests {
         )])
         .unwrap_err();
         assert!(e.message.contains("missing column `visits`"), "{e}");
+    }
+
+    #[test]
+    fn a_table_counts_once_and_unknown_cities_are_skipped() {
+        let totals =
+            "date,visitors,pageviews,bounces,visits,visit_duration\n2024-01-02,10,30,4,12,600\n";
+        let mut imported = Imported::default();
+        imported
+            .read(
+                "export/imported_visitors_20240101_20240131.csv",
+                totals.as_bytes(),
+            )
+            .unwrap();
+        let e = imported
+            .read(
+                "unpacked/imported_visitors_20240101_20240131.csv",
+                totals.as_bytes(),
+            )
+            .unwrap_err();
+        assert!(e.message.contains("second file"), "{e}");
+        imported
+            .read(
+                "imported_locations_20240101_20240131.csv",
+                "date,country,region,city,visitors,visits,visit_duration,bounces,pageviews\n2024-01-02,DE,DE-BE,2950159,4,4,0,0,4\n2024-01-02,US,,0,6,6,0,0,6\n".as_bytes(),
+            )
+            .unwrap();
+        let days = imported.finish().unwrap();
+        let day = &days[&date!(2024 - 01 - 02)];
+        assert_eq!(day.totals.visitors, 10, "the totals counted once");
+        let cities: Vec<&String> = day.dims[&Dimension::City].keys().collect();
+        assert_eq!(cities, ["2950159"]);
+        assert_eq!(day.dims[&Dimension::Region]["DE-BE"].visitors, 4);
     }
 
     #[test]

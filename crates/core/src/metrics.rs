@@ -22,8 +22,8 @@ pub enum Unit {
     Count,
     /// Milliseconds.
     Milliseconds,
-    /// Hours.
-    Hours,
+    /// Seconds.
+    Seconds,
 }
 
 impl Unit {
@@ -31,7 +31,7 @@ impl Unit {
         match self {
             Self::Count => "Count",
             Self::Milliseconds => "Milliseconds",
-            Self::Hours => "Hours",
+            Self::Seconds => "Seconds",
         }
     }
 }

@@ -60,8 +60,9 @@ impl IngestMetrics {
     }
 
     /// The lines of everything counted since the last flush, if
-    /// [`METRICS_EVERY_MS`] have passed since it (the first call starts
-    /// the clock).
+    /// [`METRICS_EVERY_MS`] have passed since it, or at once when a write
+    /// failed (the first call starts the clock). Lines are stamped with the
+    /// start of the window they count.
     pub fn due(&self, now: tally_core::Millis) -> Vec<String> {
         let Ok(mut s) = self.state.lock() else {
             return Vec::new();
@@ -69,12 +70,13 @@ impl IngestMetrics {
         if s.0 == 0 {
             s.0 = now;
         }
-        if now - s.0 < METRICS_EVERY_MS || s.1.is_empty() {
+        let urgent = s.1.failed > 0;
+        if s.1.is_empty() || (now - s.0 < METRICS_EVERY_MS && !urgent) {
             return Vec::new();
         }
         let counts = std::mem::take(&mut s.1);
-        s.0 = now;
-        counts.lines(now)
+        let since = std::mem::replace(&mut s.0, now);
+        counts.lines(since)
     }
 
     /// The lines of everything counted, now (none when nothing was).
@@ -179,5 +181,32 @@ impl Counters {
 
     pub(crate) fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_wait_a_minute_unless_a_write_failed() {
+        let m = IngestMetrics::default();
+        assert!(m.due(1_000).is_empty(), "nothing counted");
+        m.count(|c| c.accepted += 1);
+        assert!(m.due(30_000).is_empty(), "within the minute");
+        m.count(|c| c.failed += 1);
+        let lines = m.due(31_000);
+        assert_eq!(lines.len(), 1, "a failure is written at once");
+        let v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        // Stamped with the start of the window it counts.
+        assert_eq!(v["_aws"]["Timestamp"], 1_000);
+        assert_eq!(
+            (v["Accepted"].as_f64(), v["Failed"].as_f64()),
+            (Some(1.0), Some(1.0))
+        );
+        m.count(|c| c.accepted += 1);
+        assert!(m.due(60_000).is_empty());
+        assert_eq!(m.due(91_000).len(), 1);
     }
 }

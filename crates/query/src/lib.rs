@@ -122,13 +122,17 @@ async fn route<S: QueryStore, C: Clock>(
             let mut q = params::query_map(request.uri().query());
             let format = download::format_of(request, &mut q)?;
             if let Access::Share(share) = &access {
-                // The link's own filter narrows every report read through it.
+                // The link's own filter narrows every report read through it:
+                // both are parsed and their conditions joined (never their
+                // text, which an escape could bend).
                 if !share.filter.is_empty() {
-                    let filters = match q.get("filters").filter(|f| !f.trim().is_empty()) {
-                        Some(given) => format!("{};{given}", share.filter),
-                        None => share.filter.clone(),
-                    };
-                    q.insert("filters".into(), filters);
+                    let mut joined = tally_core::filter::Filter::parse(&share.filter)?;
+                    if let Some(given) = q.get("filters") {
+                        joined
+                            .predicates
+                            .extend(tally_core::filter::Filter::parse(given)?.predicates);
+                    }
+                    q.insert("filters".into(), joined.to_query());
                 }
             }
             let response = match rest {

@@ -27,8 +27,8 @@ pub fn metric_lines(report: &RunReport, now: tally_core::Millis) -> Vec<String> 
             ),
             Metric::one(
                 "OldestUnrolledDayAge",
-                Unit::Hours,
-                report.oldest_unrolled_ms as f64 / tally_core::HOUR_MS as f64,
+                Unit::Seconds,
+                (report.oldest_unrolled_ms / 1000) as f64,
             ),
         ],
         now,

@@ -111,8 +111,9 @@ pub struct RunReport {
     pub compaction: CompactReport,
     /// Whether every site was reached (the cursor is cleared).
     pub finished: bool,
-    /// How long ago the oldest settled day that is due and still has no
-    /// rollup ended, over the sites processed (0 when none is behind).
+    /// How long ago the oldest settled day that is due, can be read and
+    /// still has no rollup ended, over the sites processed (0 when none is
+    /// behind; days whose events are gone are not counted).
     pub oldest_unrolled_ms: Millis,
 }
 
@@ -125,8 +126,8 @@ pub struct SiteReport {
     pub kept_imported: Vec<Date>,
     /// What compaction did.
     pub compaction: CompactReport,
-    /// How long ago the oldest settled day that was due and still has no
-    /// rollup after this run ended (0: none).
+    /// How long ago the oldest settled day that was due, can be read and
+    /// still has no rollup after this run ended (0: none).
     pub oldest_unrolled_ms: Millis,
 }
 
@@ -334,6 +335,9 @@ pub async fn rollup_site(
         existing.get(&d).map(|s| (s.source, s.goals_fp == fp))
     });
     let mut report = SiteReport::default();
+    // Due days whose events are gone: they can never be rolled up, and are
+    // not the job being behind.
+    let mut lost: Vec<Date> = Vec::new();
     for run in contiguous(&days) {
         let range = DateRange {
             from: run[0],
@@ -354,6 +358,7 @@ pub async fn rollup_site(
             manifests: &manifests,
         });
         if !plan.reads_events() {
+            lost.extend(run.iter().copied());
             continue;
         }
         let detail = store.read_detail(site, plan, now).await?;
@@ -363,6 +368,7 @@ pub async fn rollup_site(
             .filter(|d| detail.plan.days.contains_key(d))
             .copied()
             .collect();
+        lost.extend(run.iter().filter(|d| !answered.contains(d)).copied());
         let (props, props_cut) = prop_keys(&detail.events);
         let meta = RollupMeta {
             source: RollupSource::Computed,
@@ -385,8 +391,8 @@ pub async fn rollup_site(
             }
         }
     }
-    // Settled days that were due, had no rollup and still have none (their
-    // events unreadable or gone): the job's lag, for the metric and alarm.
+    // Settled days that were due, had no rollup and still have none though
+    // their events can be read: the job's lag, for the metric and alarm.
     report.oldest_unrolled_ms = days
         .iter()
         .filter(|d| {
@@ -394,6 +400,7 @@ pub async fn rollup_site(
                 && !existing.contains_key(d)
                 && !report.written.contains(d)
                 && !report.kept_imported.contains(d)
+                && !lost.contains(d)
         })
         .map(|d| now - zone.day_end(*d))
         .max()
