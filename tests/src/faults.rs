@@ -1,11 +1,13 @@
 //! A fault-injecting HTTP proxy in front of the embedded store: requests
 //! pass through, or the "DynamoDB endpoint" disappears, hangs, or throttles
 //! (all requests, those whose body contains a marker, or everything after
-//! the first N).
+//! the first N), or each partition key takes only so many PutItems a
+//! second, as DynamoDB's partitions do (scaled down).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -24,6 +26,9 @@ pub enum Fault {
     ThrottleMatching(String),
     /// Pass this many more requests, then close connections.
     DownAfter(u64),
+    /// Throttle a PutItem when its partition key has taken this many in
+    /// the current wall-clock second; pass everything else.
+    PartitionLimit(u32),
 }
 
 /// A running proxy.
@@ -34,6 +39,46 @@ pub struct FaultProxy {
     fault: Arc<Mutex<Fault>>,
     /// Requests seen.
     pub seen: Arc<AtomicU64>,
+    /// Requests answered with the throttling error.
+    pub throttled: Arc<AtomicU64>,
+}
+
+/// PutItems per partition key in the current second.
+#[derive(Debug, Default)]
+struct PartitionWrites {
+    second: u64,
+    counts: HashMap<String, u32>,
+}
+
+impl PartitionWrites {
+    /// Counts a PutItem to `pk`; whether it is within `limit`.
+    fn take(&mut self, pk: &str, limit: u32) -> bool {
+        let second = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if second != self.second {
+            self.second = second;
+            self.counts.clear();
+        }
+        let n = self.counts.entry(pk.to_owned()).or_default();
+        if *n >= limit {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+}
+
+/// The partition key of a PutItem request, if it is one.
+fn put_item_pk(head: &str, body: &[u8]) -> Option<String> {
+    if !head
+        .to_ascii_lowercase()
+        .contains("dynamodb_20120810.putitem")
+    {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    v["Item"]["pk"]["S"].as_str().map(str::to_owned)
 }
 
 impl FaultProxy {
@@ -52,16 +97,25 @@ impl FaultProxy {
         let target = target.trim_start_matches("http://").to_owned();
         let fault = Arc::new(Mutex::new(Fault::Pass));
         let seen = Arc::new(AtomicU64::new(0));
-        let (f, s) = (fault.clone(), seen.clone());
+        let throttled = Arc::new(AtomicU64::new(0));
+        let writes = Arc::new(Mutex::new(PartitionWrites::default()));
+        let shared = Shared {
+            target,
+            fault: fault.clone(),
+            seen: seen.clone(),
+            throttled: throttled.clone(),
+            writes,
+        };
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(serve(socket, target.clone(), f.clone(), s.clone()));
+                tokio::spawn(serve(socket, shared.clone()));
             }
         });
         Self {
             endpoint,
             fault,
             seen,
+            throttled,
         }
     }
 
@@ -71,6 +125,16 @@ impl FaultProxy {
             *f = fault;
         }
     }
+}
+
+/// What every connection of a proxy shares.
+#[derive(Clone)]
+struct Shared {
+    target: String,
+    fault: Arc<Mutex<Fault>>,
+    seen: Arc<AtomicU64>,
+    throttled: Arc<AtomicU64>,
+    writes: Arc<Mutex<PartitionWrites>>,
 }
 
 const THROTTLE_BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}"#;
@@ -101,7 +165,14 @@ async fn read_request(
     Some((head, body))
 }
 
-async fn serve(socket: TcpStream, target: String, fault: Arc<Mutex<Fault>>, seen: Arc<AtomicU64>) {
+async fn serve(socket: TcpStream, shared: Shared) {
+    let Shared {
+        target,
+        fault,
+        seen,
+        throttled,
+        writes,
+    } = shared;
     let (read, mut write) = socket.into_split();
     let mut reader = BufReader::new(read);
     while let Some((head, body)) = read_request(&mut reader).await {
@@ -122,6 +193,10 @@ async fn serve(socket: TcpStream, target: String, fault: Arc<Mutex<Fault>>, seen
                     Fault::Pass
                 }
             }
+            Fault::PartitionLimit(limit) => match put_item_pk(&head, &body) {
+                Some(pk) if !writes.lock().is_ok_and(|mut w| w.take(&pk, limit)) => Fault::Throttle,
+                _ => Fault::Pass,
+            },
             other => other,
         };
         match action {
@@ -131,6 +206,7 @@ async fn serve(socket: TcpStream, target: String, fault: Arc<Mutex<Fault>>, seen
                 return;
             }
             Fault::Throttle => {
+                throttled.fetch_add(1, Ordering::SeqCst);
                 let response = format!(
                     "HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.0\r\nx-amzn-requestid: fault\r\ncontent-length: {}\r\n\r\n{THROTTLE_BODY}",
                     THROTTLE_BODY.len()

@@ -15,6 +15,8 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
 use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::{ClientOptions, Store};
+use tally_tests::faults::{Fault, FaultProxy};
 use tally_tests::seed::{store_events, traffic};
 use tally_tests::{Harness, collect_request};
 use time::macros::date;
@@ -113,6 +115,36 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         tally_tests::post_request("/api/event", event, "203.0.113.5", ua),
     )
     .await;
+    // A write DynamoDB still throttles after the SDK's retries: the
+    // instance raises the site's shard count (one UpdateItem).
+    let proxy = FaultProxy::start(&h.endpoint).await;
+    proxy.set(Fault::ThrottleMatching("iamthrottled".into()));
+    let throttled = DynamoIngest::new(
+        Store::connect(
+            &ClientOptions {
+                counter: Some(counter.clone()),
+                ..ClientOptions::local(&proxy.endpoint)
+            },
+            "tally",
+        )
+        .await,
+        SharedSalt::new(random_secret()),
+    );
+    let body =
+        format!(r#"{{"s":"iam","u":"https://example.com/","eid":"iamthrottled","ts":{now}}}"#);
+    let r = tally_ingest::handle(
+        &throttled,
+        &clock,
+        &config,
+        collect_request(&body, "203.0.113.5", ua),
+    )
+    .await;
+    assert_eq!(r.status(), 503);
+    assert_eq!(
+        h.store.site("iam").await.unwrap().unwrap().shards_at(now),
+        2,
+        "the throttled write doubled the shard count"
+    );
     for fixture in [
         "ingest-script.json",
         "ingest-preflight.json",
@@ -133,12 +165,16 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     }
     assert_eq!(observed(counter.by_operation()), granted("IngestFunction"));
 
-    // Rollup: the scheduled job over every site.
+    // Rollup: the scheduled job over every site; with partitions taking 10
+    // writes a second, the busiest hour asks for more shards.
     let (store, counter) = h.second_store().await;
-    let report = tally_rollup::run(&store, now, &tally_rollup::JobConfig::default(), &|_| {})
-        .await
-        .unwrap();
+    let job = tally_rollup::JobConfig {
+        partition_writes: 10,
+        ..tally_rollup::JobConfig::default()
+    };
+    let report = tally_rollup::run(&store, now, &job, &|_| {}).await.unwrap();
     assert!(report.days_written > 0);
+    assert_eq!(report.resharded, vec![("iam".to_owned(), 4)]);
     assert_eq!(observed(counter.by_operation()), granted("RollupFunction"));
 
     // Query: every endpoint, from rollups and from raw events, goals included.

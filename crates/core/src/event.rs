@@ -128,29 +128,16 @@ fn is_false(b: &bool) -> bool {
 pub use crate::money::Revenue;
 
 impl Event {
-    /// The key this event is stored under.
+    /// The key this event is stored under, with `shards` the site's count
+    /// in force ([`crate::site::Site::shards_at`]).
     pub fn key(&self, site: &str, eid: &str, shards: u16) -> keys::EventKey {
         keys::EventKey {
             site: site.to_owned(),
             at: self.ts,
-            shard: shard_of(eid, shards),
+            shard: crate::shard::shard_of(eid, shards),
             eid: eid.to_owned(),
         }
     }
-}
-
-/// The write shard of an event id for a site with `shards` shards: stable,
-/// so a repeated event id lands on the same key.
-pub fn shard_of(eid: &str, shards: u16) -> Option<u16> {
-    if shards <= 1 {
-        return None;
-    }
-    // FNV-1a: tiny, stable across builds and platforms.
-    let mut h: u32 = 0x811c_9dc5;
-    for b in eid.bytes() {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    Some((h % u32::from(shards)) as u16)
 }
 
 /// Who sent a hit, as the ingest function sees the request. Only used to
@@ -444,14 +431,5 @@ mod tests {
             build(&h, &site(), &client(), 1_000, &salt).path,
             "/app#/settings"
         );
-    }
-
-    #[test]
-    fn shards_are_stable_per_event_id() {
-        assert_eq!(shard_of("abc", 1), None);
-        assert_eq!(shard_of("abc", 8), shard_of("abc", 8));
-        let spread: std::collections::HashSet<_> =
-            (0..100).map(|i| shard_of(&format!("e{i}"), 4)).collect();
-        assert_eq!(spread.len(), 4);
     }
 }

@@ -10,6 +10,7 @@
 //! - [`salt`]: the daily salt and the visitor id.
 //! - [`zone`]: site-local calendar days in an IANA time zone.
 //! - [`site`]: a site's configuration and its domain rules.
+//! - [`shard`]: write shards of the raw-event partitions, over time.
 //! - [`payload`]: the tracker payload, its limits and every reason to refuse it.
 //! - [`event`]: the stored event and how an accepted payload becomes one.
 //! - [`money`]: exact revenue amounts, currencies and their sums.
@@ -48,6 +49,7 @@ pub mod rollup;
 pub mod salt;
 pub mod segment;
 pub mod session;
+pub mod shard;
 pub mod share;
 pub mod site;
 pub mod stats_api;

@@ -40,9 +40,14 @@ pub struct Site {
     /// anything rollups cannot answer) are kept; `0` keeps them forever.
     #[serde(default = "default_history")]
     pub history_days: u32,
-    /// Number of write shards of the raw-event partitions (1 = unsharded).
+    /// Number of write shards of the raw-event partitions (1 = unsharded)
+    /// before the first change in [`Site::reshards`].
     #[serde(default = "default_shards")]
     pub shards: u16,
+    /// Changes of the shard count over time, oldest first
+    /// ([`crate::shard`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reshards: Vec<crate::shard::Reshard>,
     /// When the site was created.
     #[serde(default)]
     pub created_at: Millis,
@@ -189,6 +194,7 @@ impl Site {
             retention_days: DEFAULT_RETENTION_DAYS,
             history_days: DEFAULT_HISTORY_DAYS,
             shards: 1,
+            reshards: Vec::new(),
             created_at,
             exclude_networks: Vec::new(),
             exclude_paths: Vec::new(),

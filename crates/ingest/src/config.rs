@@ -39,7 +39,13 @@ pub struct Config {
     /// Whether metric lines are written to stdout (the Lambda: yes; tests
     /// and `tally dev`: no).
     pub emit_metrics: bool,
+    /// A throttled write raises a site's shard count only this long after
+    /// its last change (writes already in flight were throttled too).
+    pub reshard_cooldown: tally_core::Millis,
 }
+
+/// The default [`Config::reshard_cooldown`].
+pub const DEFAULT_RESHARD_COOLDOWN_MS: tally_core::Millis = 10_000;
 
 /// How often an instance writes its metric lines (at the first request
 /// after this long; a frozen instance writes nothing).
@@ -105,6 +111,7 @@ impl Default for Config {
             budgets: Mutex::new(MinuteBudget::new()),
             metrics: IngestMetrics::default(),
             emit_metrics: false,
+            reshard_cooldown: DEFAULT_RESHARD_COOLDOWN_MS,
         }
     }
 }

@@ -13,7 +13,9 @@
 //! 6. [`salt`]: the day's shared salt (cached);
 //! 7. [`budget`]: the client network's and the site's minute budgets;
 //! 8. [`build`]: the stored event (every classification done here, once);
-//! 9. [`write`]: one conditional PutItem.
+//! 9. [`write`]: one conditional PutItem; when DynamoDB still throttles it
+//!    after the SDK's retries, the site's shard count rises
+//!    ([`IngestStore::throttled`], [`tally_core::shard`]).
 //!
 //! A warm instance makes exactly one DynamoDB request per accepted event,
 //! whichever door it came through. Counting and logging happen once, in
@@ -28,6 +30,7 @@ use tally_core::event::{self, Client, Event, Geo};
 use tally_core::keys::{EventKey, valid_site_id};
 use tally_core::payload::{self, Drop, Hit, Rejection, SiteRef};
 use tally_core::salt::{DailySalt, network_id};
+use tally_core::shard::shard_of;
 use tally_core::site::Site;
 use tally_lambda::request::{client_ip, header};
 use tally_store::StoreError;
@@ -121,19 +124,13 @@ async fn steps<S: IngestStore>(
     let salt = salt(store, &site, at).await;
     budget(config, &site, &salt, &facts.ip, facts.now)?;
     let (key, stored) = build(hit, &site, &client, at, &salt);
-    // Without a trusted client time the event time is ours, different for
-    // each delivery: the key takes the hour instead, so a repeated id in
-    // the same UTC hour is still stored once.
-    let key = if hit.client_ts == Some(at) {
-        key
-    } else {
-        EventKey {
-            at: tally_core::keys::hour_start(at),
-            ..key
-        }
-    };
     let started = std::time::Instant::now();
     let verdict = write(store, &key, &stored, event_ttl(at, site.retention_days)).await;
+    if let Err(Verdict::Failed(StoreError::Throttled)) = &verdict {
+        store
+            .throttled(&site, facts.now, config.reshard_cooldown)
+            .await;
+    }
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     config.metrics.count(|m| {
         if m.store_ms.len() < tally_core::metrics::MAX_VALUES {
@@ -215,7 +212,11 @@ pub fn budget(
     }
 }
 
-/// Step 8: the stored event and its key.
+/// Step 8: the stored event and its key, in the shard of the count in
+/// force at the key's time ([`Site::shards_at`]). Without a trusted client
+/// time the event time is ours, different for each delivery: a client's
+/// event id is then keyed (and sharded) by its UTC hour, so a repeated id
+/// in the same hour is still stored once.
 pub fn build(
     hit: &Hit,
     site: &Site,
@@ -224,8 +225,18 @@ pub fn build(
     salt: &DailySalt,
 ) -> (EventKey, Event) {
     let stored = event::build(hit, site, client, at, salt);
-    let eid = hit.eid.clone().unwrap_or_else(fresh_eid);
-    (stored.key(&site.id, &eid, site.shards), stored)
+    let (eid, key_at) = match &hit.eid {
+        Some(eid) if hit.client_ts == Some(at) => (eid.clone(), at),
+        Some(eid) => (eid.clone(), tally_core::keys::hour_start(at)),
+        None => (fresh_eid(), at),
+    };
+    let key = EventKey {
+        site: site.id.clone(),
+        at: key_at,
+        shard: shard_of(&eid, site.shards_at(key_at)),
+        eid,
+    };
+    (key, stored)
 }
 
 /// Step 9: one conditional PutItem.

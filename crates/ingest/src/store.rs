@@ -3,11 +3,14 @@
 //! Handler unit tests implement the trait in memory; everything that
 //! matters is also tested through the real client.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use tally_core::Millis;
 use tally_core::event::Event;
 use tally_core::keys::EventKey;
 use tally_core::salt::DailySalt;
+use tally_core::shard;
 use tally_core::site::Site;
 use tally_store::events::PutOutcome;
 use tally_store::salt::SharedSalt;
@@ -33,6 +36,19 @@ pub trait IngestStore: Send + Sync {
         event: &Event,
         ttl: Option<i64>,
     ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
+    /// A write of `site`'s events was throttled at `now`: raise its shard
+    /// count ([`shard::rise`]) unless it changed within `cooldown`. Costs a
+    /// request only when it changes something; never fails. (A store that
+    /// never throttles does nothing.)
+    fn throttled(
+        &self,
+        site: &Site,
+        now: Millis,
+        cooldown: Millis,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (site, now, cooldown);
+        async {}
+    }
 }
 
 /// The DynamoDB-backed ingest store: the table plus the instance's caches.
@@ -42,15 +58,39 @@ pub struct DynamoIngest {
     pub store: Store,
     sites: SiteCache,
     salt: SharedSalt,
+    /// When this instance last tried to reshard each site.
+    reshard_tries: Mutex<HashMap<String, Millis>>,
 }
+
+/// An instance tries to reshard a site at most once a second.
+const RESHARD_TRY_EVERY_MS: Millis = 1_000;
 
 impl DynamoIngest {
     /// Wraps a store with empty caches.
     pub fn new(store: Store, salt: SharedSalt) -> Self {
+        Self::with_cache(store, salt, SiteCache::new())
+    }
+
+    /// Wraps a store with the given site cache (tests shorten its life).
+    pub fn with_cache(store: Store, salt: SharedSalt, sites: SiteCache) -> Self {
         Self {
             store,
-            sites: SiteCache::new(),
+            sites,
             salt,
+            reshard_tries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn may_try(&self, site: &str, now: Millis) -> bool {
+        let Ok(mut tries) = self.reshard_tries.lock() else {
+            return false;
+        };
+        match tries.get(site) {
+            Some(&at) if now - at < RESHARD_TRY_EVERY_MS => false,
+            _ => {
+                tries.insert(site.to_owned(), now);
+                true
+            }
         }
     }
 }
@@ -75,5 +115,31 @@ impl IngestStore for DynamoIngest {
         ttl: Option<i64>,
     ) -> Result<PutOutcome, StoreError> {
         self.store.put_event(key, event, ttl).await
+    }
+
+    async fn throttled(&self, site: &Site, now: Millis, cooldown: Millis) {
+        if !self.may_try(&site.id, now) {
+            return;
+        }
+        let Some(change) = shard::rise(site, now, cooldown) else {
+            return;
+        };
+        let plan = site.with_reshard(change);
+        match self
+            .store
+            .reshard(&site.id, site.reshards.len(), &plan)
+            .await
+        {
+            Ok(true) => {
+                tracing::warn!(shards = change.shards, "write throttled: site resharded");
+                let mut updated = site.clone();
+                updated.reshards = plan;
+                self.sites.forget(&site.id);
+                self.sites.remember(&site.id, Some(Arc::new(updated)));
+            }
+            // Changed by another instance: read it with the next event.
+            Ok(false) => self.sites.forget(&site.id),
+            Err(err) => tracing::warn!(error = %err, "reshard failed"),
+        }
     }
 }

@@ -29,7 +29,6 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
-use tally_core::Millis;
 use tally_core::plan::{self, Inputs, RollupFit};
 use tally_core::range::DateRange;
 use tally_core::rollup::{
@@ -37,6 +36,8 @@ use tally_core::rollup::{
 };
 use tally_core::site::Site;
 use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
+use tally_core::zone::{utc_date, utc_midnight};
+use tally_core::{DAY_MS, HOUR_MS, Millis};
 use tally_store::rollups::{RollupMeta, RollupWrite};
 use tally_store::{Store, StoreError};
 use time::Date;
@@ -78,6 +79,9 @@ pub struct JobConfig {
     pub site: Option<String>,
     /// Only these days (a backfill); `None` for the scheduled behaviour.
     pub days: Option<DateRange>,
+    /// Writes a second one partition key takes, for the shard plan
+    /// ([`tally_core::shard::planned`]).
+    pub partition_writes: u32,
 }
 
 impl Default for JobConfig {
@@ -92,6 +96,7 @@ impl Default for JobConfig {
             max_sites: None,
             site: None,
             days: None,
+            partition_writes: tally_core::shard::PARTITION_WRITES,
         }
     }
 }
@@ -115,6 +120,8 @@ pub struct RunReport {
     /// still has no rollup ended, over the sites processed (0 when none is
     /// behind; days whose events are gone are not counted).
     pub oldest_unrolled_ms: Millis,
+    /// Sites whose shard count changed, with the new count.
+    pub resharded: Vec<(String, u16)>,
 }
 
 /// What rolling one site did.
@@ -129,6 +136,8 @@ pub struct SiteReport {
     /// How long ago the oldest settled day that was due, can be read and
     /// still has no rollup after this run ended (0: none).
     pub oldest_unrolled_ms: Millis,
+    /// The shard count the site was changed to, if it was.
+    pub resharded: Option<u16>,
 }
 
 /// Runs the job over every site (or the configured one), continuing after
@@ -190,6 +199,9 @@ pub async fn run(
                 report.oldest_unrolled_ms = report
                     .oldest_unrolled_ms
                     .max(site_report.oldest_unrolled_ms);
+                if let Some(shards) = site_report.resharded {
+                    report.resharded.push((id.clone(), shards));
+                }
                 report.processed.push(id.clone());
             }
             Err(e) => {
@@ -309,7 +321,44 @@ pub async fn roll_site(
     };
     let mut report = rollup_site(store, site, now, config).await?;
     report.compaction = compaction;
+    if config.compact && config.days.is_none() {
+        report.resharded = reshard_site(store, site, now, config.partition_writes).await?;
+    }
     Ok(report)
+}
+
+/// Plans a site's shard count from its busiest compacted hour of the last
+/// day ([`tally_core::shard::planned`]): one query of two manifests, and a
+/// conditional update when the count changes.
+pub async fn reshard_site(
+    store: &Store,
+    site: &Site,
+    now: Millis,
+    partition_writes: u32,
+) -> Result<Option<u16>, StoreError> {
+    let since = now - DAY_MS;
+    let manifests = store
+        .manifests(&site.id, utc_date(since), utc_date(now), now)
+        .await?;
+    let busiest = manifests
+        .iter()
+        .flat_map(|(day, m)| {
+            m.hours.iter().filter_map(move |(hour, entry)| {
+                let h: i64 = hour.parse().ok()?;
+                (utc_midnight(*day) + h * HOUR_MS >= since).then_some(u64::from(entry.events))
+            })
+        })
+        .max()
+        .unwrap_or(0);
+    let Some(change) = tally_core::shard::planned(site, now, busiest, partition_writes) else {
+        return Ok(None);
+    };
+    let plan = site.with_reshard(change);
+    let changed = store.reshard(&site.id, site.reshards.len(), &plan).await?;
+    if changed {
+        tracing::info!(site = %site.id, shards = change.shards, busiest, "site resharded");
+    }
+    Ok(changed.then_some(change.shards))
 }
 
 /// Rolls up one site's due days, each folded from the events the read plan

@@ -3,10 +3,11 @@
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
-use crate::item::{from_item, number, with_keys};
+use crate::item::{from_item, number, string, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures::stream::{self, StreamExt, TryStreamExt};
+use std::collections::HashSet;
 use tally_core::Millis;
 use tally_core::event::Event;
 use tally_core::keys::{EventKey, event_pk, hours_between};
@@ -21,6 +22,10 @@ pub enum PutOutcome {
     /// stored; nothing changed.
     Duplicate,
 }
+
+/// One partition's events with their sort keys, and its hour and whether
+/// that hour mixes shard counts.
+type HourPart = (Millis, bool, Vec<(String, Event)>);
 
 /// How many hour partitions are read at once.
 pub const READ_CONCURRENCY: usize = 24;
@@ -58,20 +63,22 @@ impl Store {
         }
     }
 
-    /// Every event of one hour partition (all pages), skipping items whose
-    /// TTL has passed at `now` (expiry is lazy in DynamoDB).
+    /// Every event of one hour partition (all pages) with its sort key,
+    /// skipping items whose TTL has passed at `now` (expiry is lazy in
+    /// DynamoDB).
     pub async fn events_in_partition(
         &self,
         pk: String,
         now: Millis,
-    ) -> Result<Vec<Event>, StoreError> {
+    ) -> Result<Vec<(String, Event)>, StoreError> {
         let items = self.query_items(&pk, SortKeys::All).await?;
         let mut out = Vec::with_capacity(items.len());
         for item in items {
             if number(&item, "ttl").is_some_and(|ttl| ttl * 1000 <= now) {
                 continue;
             }
-            out.push(from_item::<Event>(item)?);
+            let sk = string(&item, "sk").unwrap_or_default().to_owned();
+            out.push((sk, from_item::<Event>(item)?));
         }
         Ok(out)
     }
@@ -92,28 +99,40 @@ impl Store {
         Ok(events)
     }
 
-    /// Every event of the given UTC hours (every shard), sorted by time.
+    /// Every event of the given UTC hours, sorted by time: every shard of
+    /// every count the hour may hold ([`Site::read_shards`]), one copy of
+    /// an event id written to two of them while the count changed.
     pub async fn events_in_hours(
         &self,
         site: &Site,
         hours: impl IntoIterator<Item = Millis>,
         now: Millis,
     ) -> Result<Vec<Event>, StoreError> {
-        let shards: Vec<Option<u16>> = if site.shards <= 1 {
-            vec![None]
-        } else {
-            (0..site.shards).map(Some).collect()
-        };
-        let pks: Vec<String> = hours
+        let reads: Vec<(Millis, bool, String)> = hours
             .into_iter()
-            .flat_map(|hour| shards.iter().map(move |s| event_pk(&site.id, hour, *s)))
+            .flat_map(|hour| {
+                let read = site.read_shards(hour);
+                read.shards
+                    .into_iter()
+                    .map(move |s| (hour, read.mixed, event_pk(&site.id, hour, s)))
+            })
             .collect();
-        let parts: Vec<Vec<Event>> = stream::iter(pks)
-            .map(|pk| self.events_in_partition(pk, now))
+        let parts: Vec<HourPart> = stream::iter(reads)
+            .map(|(hour, mixed, pk)| async move {
+                Ok::<_, StoreError>((hour, mixed, self.events_in_partition(pk, now).await?))
+            })
             .buffer_unordered(READ_CONCURRENCY)
             .try_collect()
             .await?;
-        let mut events: Vec<Event> = parts.into_iter().flatten().collect();
+        let mut seen: HashSet<(Millis, String)> = HashSet::new();
+        let mut events = Vec::new();
+        for (hour, mixed, part) in parts {
+            for (sk, event) in part {
+                if !mixed || seen.insert((hour, sk)) {
+                    events.push(event);
+                }
+            }
+        }
         events.sort_by_key(|e| e.ts);
         Ok(events)
     }

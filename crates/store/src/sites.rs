@@ -5,6 +5,7 @@ use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, from_item, key, string, with_keys};
 use crate::query::SortKeys;
+use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -56,6 +57,41 @@ impl Store {
     pub async fn put_site(&self, site: &Site) -> Result<(), StoreError> {
         let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
         self.put(item).await
+    }
+
+    /// Replaces a site's shard plan ([`Site::with_reshard`]) if it still
+    /// holds `seen` changes, so two writers cannot both change it.
+    /// `Ok(false)`: someone else did.
+    pub async fn reshard(
+        &self,
+        site: &str,
+        seen: usize,
+        plan: &[tally_core::shard::Reshard],
+    ) -> Result<bool, StoreError> {
+        let plan = serde_dynamo::to_attribute_value(plan)
+            .map_err(|e| StoreError::Request(format!("shard plan: {e}")))?;
+        let condition = if seen == 0 {
+            "attribute_exists(pk) AND attribute_not_exists(reshards)"
+        } else {
+            "attribute_exists(pk) AND size(reshards) = :seen"
+        };
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key(SITES_PK, keys::site_sk(site))))
+            .update_expression("SET reshards = :plan")
+            .condition_expression(condition)
+            .expression_attribute_values(":plan", plan);
+        if seen > 0 {
+            update =
+                update.expression_attribute_values(":seen", AttributeValue::N(seen.to_string()));
+        }
+        match update.send().await {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
     }
 
     /// Reads one site.
@@ -188,8 +224,10 @@ impl Store {
     }
 }
 
-/// How long a cached site (or a cached "no such site") is trusted.
-pub const SITE_CACHE_TTL: Duration = Duration::from_secs(60);
+/// How long a cached site (or a cached "no such site") is trusted: the
+/// staleness readers allow for when a site's shard count changes
+/// ([`tally_core::shard::STALE_MS`]).
+pub const SITE_CACHE_TTL: Duration = Duration::from_millis(tally_core::shard::STALE_MS as u64);
 /// Most sites a cache holds; beyond it the cache is cleared, so random
 /// site ids cannot grow memory without bound.
 pub const SITE_CACHE_CAPACITY: usize = 10_000;
@@ -203,10 +241,17 @@ type CachedSite = (Option<Arc<Site>>, Instant);
 /// A per-instance cache of site settings in front of the store: a warm
 /// instance reads a site once a minute, not once per event. Unknown ids are
 /// cached too, so a flood of bogus ids costs one read per id per minute.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SiteCache {
     entries: Mutex<HashMap<String, CachedSite>>,
     list: Mutex<Option<(SiteList, Instant)>>,
+    ttl: Duration,
+}
+
+impl Default for SiteCache {
+    fn default() -> Self {
+        Self::with_ttl(SITE_CACHE_TTL)
+    }
 }
 
 impl SiteCache {
@@ -215,12 +260,33 @@ impl SiteCache {
         Self::default()
     }
 
+    /// An empty cache trusting answers for `ttl` (at most
+    /// [`SITE_CACHE_TTL`]: readers allow for no staler writer).
+    pub fn with_ttl(ttl: Duration) -> Self {
+        Self {
+            entries: Mutex::new(HashMap::new()),
+            list: Mutex::new(None),
+            ttl: ttl.min(SITE_CACHE_TTL),
+        }
+    }
+
+    /// Drops the cached answer for `id` (and the site list), so the next
+    /// event reads the site again.
+    pub fn forget(&self, id: &str) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.retain(|key, (site, _)| key != id && site.as_ref().is_none_or(|s| s.id != id));
+        }
+        if let Ok(mut list) = self.list.lock() {
+            *list = None;
+        }
+    }
+
     /// The cached answer for `id`, if fresh.
     pub fn cached(&self, id: &str) -> Option<Option<Arc<Site>>> {
         let entries = self.entries.lock().ok()?;
         entries
             .get(id)
-            .filter(|(_, at)| at.elapsed() < SITE_CACHE_TTL)
+            .filter(|(_, at)| at.elapsed() < self.ttl)
             .map(|(site, _)| site.clone())
     }
 
@@ -265,7 +331,7 @@ impl SiteCache {
     async fn all_sites(&self, store: &Store) -> Result<SiteList, StoreError> {
         if let Ok(list) = self.list.lock()
             && let Some((sites, at)) = list.as_ref()
-            && at.elapsed() < SITE_CACHE_TTL
+            && at.elapsed() < self.ttl
         {
             return Ok(sites.clone());
         }
