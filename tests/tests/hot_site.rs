@@ -354,3 +354,39 @@ async fn the_job_raises_shards_for_a_busy_hour_and_lowers_them_a_day_after() {
     let lowered = h.store.site("busy").await.unwrap().unwrap();
     assert_eq!((lowered.shards_at(now), lowered.shards_at(later)), (4, 1));
 }
+
+#[tokio::test]
+async fn a_settings_update_never_undoes_a_reshard_made_meanwhile() {
+    let h = Harness::start().await;
+    let site = Site::new("race", &["race.example".into()], "UTC", 0).unwrap();
+    h.store.create_site(&site).await.unwrap();
+    let mut read = h.store.site("race").await.unwrap().unwrap();
+    // Ingest doubles the count between the CLI's read and its write.
+    let change = tally_core::shard::rise(&read, 5_000, 10_000).unwrap();
+    assert!(
+        h.store
+            .reshard("race", 0, &read.with_reshard(change))
+            .await
+            .unwrap()
+    );
+    read.retention_days = 14;
+    assert!(
+        !h.store.update_site(&read).await.unwrap(),
+        "the stale write is refused"
+    );
+    let mut fresh = h.store.site("race").await.unwrap().unwrap();
+    assert_eq!(fresh.retention_days, site.retention_days);
+    fresh.retention_days = 14;
+    assert!(h.store.update_site(&fresh).await.unwrap());
+    let stored = h.store.site("race").await.unwrap().unwrap();
+    assert_eq!(
+        (stored.retention_days, stored.reshards.clone()),
+        (14, vec![change])
+    );
+    // A second reshard from a stale view (no changes seen) loses too.
+    let stale = tally_core::shard::Reshard {
+        from: 20_000,
+        shards: 4,
+    };
+    assert!(!h.store.reshard("race", 0, &[stale]).await.unwrap());
+}

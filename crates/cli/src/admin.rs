@@ -468,37 +468,48 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             exclude_paths,
             clear_exclusions,
         } => {
-            let mut site = store
-                .site(&id)
-                .await?
-                .with_context(|| format!("no site {id:?}"))?;
-            if let Some(days) = retention_days {
-                site.retention_days = days;
-            }
-            if let Some(days) = history_days {
-                site.history_days = days;
-            }
-            if let Some(tz) = timezone {
-                site.time_zone = tz;
-            }
-            if !domains.is_empty() {
-                site.domains = domains
-                    .iter()
-                    .map(|d| tally_core::site::normalize_domain(d))
-                    .collect::<Result<_, _>>()?;
-            }
-            if clear_exclusions {
-                site.exclude_networks.clear();
-                site.exclude_paths.clear();
-            }
-            if !exclude_networks.is_empty() {
-                site.exclude_networks = networks(&exclude_networks)?;
-            }
-            if !exclude_paths.is_empty() {
-                site.exclude_paths = exclude_paths;
-            }
-            site.validate()?;
-            store.put_site(&site).await?;
+            let networks = networks(&exclude_networks)?;
+            let domains: Vec<String> = domains
+                .iter()
+                .map(|d| tally_core::site::normalize_domain(d))
+                .collect::<Result<_, _>>()?;
+            // Read, change, write unless ingest or the job changed the
+            // site's shard plan meanwhile; then again from the new read.
+            let mut tries = 0;
+            let site = loop {
+                let mut site = store
+                    .site(&id)
+                    .await?
+                    .with_context(|| format!("no site {id:?}"))?;
+                if let Some(days) = retention_days {
+                    site.retention_days = days;
+                }
+                if let Some(days) = history_days {
+                    site.history_days = days;
+                }
+                if let Some(tz) = &timezone {
+                    site.time_zone = tz.clone();
+                }
+                if !domains.is_empty() {
+                    site.domains = domains.clone();
+                }
+                if clear_exclusions {
+                    site.exclude_networks.clear();
+                    site.exclude_paths.clear();
+                }
+                if !networks.is_empty() {
+                    site.exclude_networks = networks.clone();
+                }
+                if !exclude_paths.is_empty() {
+                    site.exclude_paths = exclude_paths.clone();
+                }
+                site.validate()?;
+                if store.update_site(&site).await? {
+                    break site;
+                }
+                tries += 1;
+                anyhow::ensure!(tries < 5, "site {id:?} keeps changing; try again");
+            };
             writeln!(out, "site: {id}")?;
             writeln!(out, "domains: {}", site.domains.join(", "))?;
             writeln!(out, "timezone: {}", site.time_zone)?;

@@ -195,7 +195,7 @@ async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
             "UTC",
             crate::admin::now_ms(),
         )?;
-        store.put_site(&site).await?;
+        store.create_site(&site).await?;
     }
     let key_file = data_dir.join("demo-key");
     if let Ok(key) = std::fs::read_to_string(&key_file) {

@@ -53,10 +53,30 @@ impl Store {
         }
     }
 
-    /// Writes a site, replacing its settings.
-    pub async fn put_site(&self, site: &Site) -> Result<(), StoreError> {
+    /// Writes an existing site's settings as read and changed, unless its
+    /// shard plan changed since (ingest or the job resharded it): then
+    /// `Ok(false)`, and the caller reads the site again.
+    pub async fn update_site(&self, site: &Site) -> Result<bool, StoreError> {
         let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
-        self.put(item).await
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item));
+        put = if site.reshards.is_empty() {
+            put.condition_expression("attribute_exists(pk) AND attribute_not_exists(reshards)")
+        } else {
+            put.condition_expression("attribute_exists(pk) AND size(reshards) = :seen")
+                .expression_attribute_values(
+                    ":seen",
+                    AttributeValue::N(site.reshards.len().to_string()),
+                )
+        };
+        match put.send().await {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
     }
 
     /// Replaces a site's shard plan ([`Site::with_reshard`]) if it still
