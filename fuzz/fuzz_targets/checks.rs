@@ -53,7 +53,11 @@ pub fn collect(data: &[u8]) {
     if let Ok(Ok(())) = event::check_site(&hit, site, &client) {
         let at = payload::event_time(hit.client_ts, 1_764_460_800_000);
         let stored = event::build(&hit, site, &client, at, salt);
-        let key = stored.key(&site.id, hit.eid.as_deref().unwrap_or("x"), 4);
+        let sharded = Site {
+            shards: 4,
+            ..site.clone()
+        };
+        let key = stored.key(&sharded, hit.eid.as_deref().unwrap_or("x"));
         let parsed = tally_core::keys::EventKey::parse(&key.pk(), &key.sk());
         assert_eq!(parsed.as_ref(), Some(&key), "keys round-trip");
         let json = serde_json::to_string(&stored).expect("serialises");

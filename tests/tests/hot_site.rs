@@ -317,7 +317,11 @@ async fn the_job_raises_shards_for_a_busy_hour_and_lowers_them_a_day_after() {
     let report = run(&h.store, now, &config, &|_| {}).await.unwrap();
     assert_eq!(report.resharded, vec![("busy".to_owned(), 4)]);
     let raised = h.store.site("busy").await.unwrap().unwrap();
-    assert_eq!((raised.shards_at(now - 1), raised.shards_at(now)), (1, 4));
+    // In force from the instant it was written (the run's time plus what
+    // the run took), not before.
+    let from = raised.reshards[0].from;
+    assert!((now..now + 10_000).contains(&from), "{from}");
+    assert_eq!((raised.shards_at(from - 1), raised.shards_at(from)), (1, 4));
     assert_eq!(
         read(raised.clone(), now).await,
         events.len(),
@@ -352,41 +356,66 @@ async fn the_job_raises_shards_for_a_busy_hour_and_lowers_them_a_day_after() {
     let quiet = run(&h.store, later, &config, &|_| {}).await.unwrap();
     assert_eq!(quiet.resharded, vec![("busy".to_owned(), 1)]);
     let lowered = h.store.site("busy").await.unwrap().unwrap();
-    assert_eq!((lowered.shards_at(now), lowered.shards_at(later)), (4, 1));
+    assert_eq!(
+        (
+            lowered.shards_at(now + MINUTE_MS),
+            lowered.shards_at(later + MINUTE_MS)
+        ),
+        (4, 1)
+    );
 }
 
 #[tokio::test]
 async fn a_settings_update_never_undoes_a_reshard_made_meanwhile() {
+    use tally_core::DAY_MS;
+    use tally_core::shard::Reshard;
     let h = Harness::start().await;
-    let site = Site::new("race", &["race.example".into()], "UTC", 0).unwrap();
+    let now = 100 * DAY_MS;
+    // Hot long ago, back to one shard since: the next change drops the
+    // oldest entry, so the plan keeps its length.
+    let mut site = Site::new("race", &["race.example".into()], "UTC", 0).unwrap();
+    site.reshards = vec![
+        Reshard {
+            from: now - 60 * DAY_MS,
+            shards: 8,
+        },
+        Reshard {
+            from: now - 59 * DAY_MS,
+            shards: 1,
+        },
+    ];
+    site.shard_version = 2;
     h.store.create_site(&site).await.unwrap();
     let mut read = h.store.site("race").await.unwrap().unwrap();
     // Ingest doubles the count between the CLI's read and its write.
-    let change = tally_core::shard::rise(&read, 5_000, 10_000).unwrap();
-    assert!(
-        h.store
-            .reshard("race", 0, &read.with_reshard(change))
-            .await
-            .unwrap()
-    );
+    let change = tally_core::shard::rise(&read, now, now, 10_000).unwrap();
+    let plan = read.with_reshard(change);
+    assert_eq!(plan.len(), read.reshards.len(), "same length, new plan");
+    assert!(h.store.reshard(&read, &plan).await.unwrap());
     read.retention_days = 14;
     assert!(
         !h.store.update_site(&read).await.unwrap(),
         "the stale write is refused"
     );
+    // So is a second change planned from the stale read (the job's).
+    let stale = Reshard {
+        from: now + 1,
+        shards: 1,
+    };
+    assert!(
+        !h.store
+            .reshard(&read, &read.with_reshard(stale))
+            .await
+            .unwrap()
+    );
     let mut fresh = h.store.site("race").await.unwrap().unwrap();
-    assert_eq!(fresh.retention_days, site.retention_days);
+    assert_eq!(
+        (fresh.retention_days, fresh.shard_version),
+        (site.retention_days, 3)
+    );
     fresh.retention_days = 14;
     assert!(h.store.update_site(&fresh).await.unwrap());
     let stored = h.store.site("race").await.unwrap().unwrap();
-    assert_eq!(
-        (stored.retention_days, stored.reshards.clone()),
-        (14, vec![change])
-    );
-    // A second reshard from a stale view (no changes seen) loses too.
-    let stale = tally_core::shard::Reshard {
-        from: 20_000,
-        shards: 4,
-    };
-    assert!(!h.store.reshard("race", 0, &[stale]).await.unwrap());
+    assert_eq!((stored.retention_days, stored.reshards.clone()), (14, plan));
+    assert_eq!(stored.shards_at(now), 2);
 }

@@ -141,7 +141,12 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     .await;
     assert_eq!(r.status(), 503);
     assert_eq!(
-        h.store.site("iam").await.unwrap().unwrap().shards_at(now),
+        h.store
+            .site("iam")
+            .await
+            .unwrap()
+            .unwrap()
+            .shards_at(now + tally_core::MINUTE_MS),
         2,
         "the throttled write doubled the shard count"
     );

@@ -128,13 +128,13 @@ fn is_false(b: &bool) -> bool {
 pub use crate::money::Revenue;
 
 impl Event {
-    /// The key this event is stored under, with `shards` the site's count
-    /// in force ([`crate::site::Site::shards_at`]).
-    pub fn key(&self, site: &str, eid: &str, shards: u16) -> keys::EventKey {
+    /// The key this event is stored under: its time, and the shard of the
+    /// count in force then ([`crate::site::Site::shards_at`]).
+    pub fn key(&self, site: &crate::site::Site, eid: &str) -> keys::EventKey {
         keys::EventKey {
-            site: site.to_owned(),
+            site: site.id.clone(),
             at: self.ts,
-            shard: crate::shard::shard_of(eid, shards),
+            shard: crate::shard::shard_of(eid, site.shards_at(self.ts)),
             eid: eid.to_owned(),
         }
     }

@@ -11,14 +11,18 @@
 //! change and the least the job returns to) and a short plan of changes
 //! ([`Site::reshards`]), each in force from the instant it was made. Writers
 //! shard an event by the count in force at its time ([`Site::shards_at`]).
-//! Changes take effect at once, so an ingest instance whose cached site
-//! predates a change keeps writing with the old count for at most
-//! [`STALE_MS`] (the site cache's lifetime), and an event's time may be up
-//! to [`CLIENT_CLOCK_AHEAD_MS`] past the instant it was written: readers
+//! Changes take effect at once (from the instant just before they are
+//! written), so an ingest instance whose cached site predates a change
+//! keeps writing with the old count for up to [`STALE_MS`] (the site
+//! cache's lifetime) plus [`STALE_MARGIN_MS`] (the write landing, and an
+//! eventually consistent read), and an event's time may be up to
+//! [`CLIENT_CLOCK_AHEAD_MS`] past the instant it was written: readers
 //! therefore read, for an hour, every shard of every count in force from
 //! [`READ_BEFORE_MS`] before the hour to its end ([`Site::read_shards`]).
 //! In that short window one event id sent twice may land in two shards;
-//! readers keep one copy (same sort key, [`ShardRead::mixed`]).
+//! readers keep one copy (same sort key, [`ShardRead::mixed`]). Every
+//! change bumps [`Site::shard_version`], and every write of a site is
+//! conditional on the version it read, so no write undoes another's plan.
 //!
 //! Who changes the count:
 //! - ingest, when a write is throttled after the SDK's retries: the count
@@ -40,9 +44,13 @@ pub const MAX_SHARDS: u16 = 64;
 /// lifetime of its cached site.
 pub const STALE_MS: Millis = 60_000;
 
+/// Time allowed, beyond the cache's life, for a change to land and for an
+/// eventually consistent read of the site to see it.
+pub const STALE_MARGIN_MS: Millis = 30_000;
+
 /// How long before an hour a count in force may still have been used for
 /// the hour's events: a stale cache plus a client clock running ahead.
-pub const READ_BEFORE_MS: Millis = STALE_MS + CLIENT_CLOCK_AHEAD_MS;
+pub const READ_BEFORE_MS: Millis = STALE_MS + STALE_MARGIN_MS + CLIENT_CLOCK_AHEAD_MS;
 
 /// Writes a second one partition key takes (DynamoDB's per-partition
 /// limit, in one-unit writes).
@@ -158,18 +166,21 @@ impl Site {
     }
 }
 
-/// Ingest's answer to a throttled write at `now`: the doubled count from
-/// now, unless the count changed less than `cooldown` ago or is at
+/// Ingest's answer at `now` to a throttled write keyed at `key_at`: the
+/// doubled count from now, unless the key used another count than the
+/// current one (an event keyed in the past: more shards now would not
+/// spread it), the count changed less than `cooldown` ago, or it is at
 /// [`MAX_SHARDS`].
-pub fn rise(site: &Site, now: Millis, cooldown: Millis) -> Option<Reshard> {
-    if site
-        .reshards
-        .last()
-        .is_some_and(|r| r.from > now - cooldown)
+pub fn rise(site: &Site, key_at: Millis, now: Millis, cooldown: Millis) -> Option<Reshard> {
+    let current = site.shards_at(now);
+    if site.shards_at(key_at) != current
+        || site
+            .reshards
+            .last()
+            .is_some_and(|r| r.from > now - cooldown)
     {
         return None;
     }
-    let current = site.shards_at(now);
     (current < MAX_SHARDS).then(|| Reshard {
         from: now,
         shards: current.saturating_mul(2).min(MAX_SHARDS),
@@ -246,6 +257,7 @@ mod tests {
         // Raised to 4 a minute before hour 11: a writer whose cache is a
         // minute old still used the unsharded key in hour 11.
         let s = site(1, &[(11 * HOUR_MS - MINUTE_MS, 4)]);
+        assert_eq!(READ_BEFORE_MS, 210_000);
         let read = s.read_shards(11 * HOUR_MS);
         assert_eq!(read.shards, vec![None, Some(0), Some(1), Some(2), Some(3)]);
         assert!(read.mixed);
@@ -259,17 +271,22 @@ mod tests {
     fn rise_doubles_once_per_cooldown_and_stops_at_the_maximum() {
         let s = site(1, &[]);
         assert_eq!(
-            rise(&s, 5_000, 10_000),
+            rise(&s, 4_000, 5_000, 10_000),
             Some(Reshard {
                 from: 5_000,
                 shards: 2
             })
         );
         let s = site(1, &[(5_000, 2)]);
-        assert_eq!(rise(&s, 9_000, 10_000), None, "within the cooldown");
-        assert_eq!(rise(&s, 15_000, 10_000).map(|r| r.shards), Some(4));
+        assert_eq!(rise(&s, 9_000, 9_000, 10_000), None, "within the cooldown");
+        assert_eq!(rise(&s, 15_000, 15_000, 10_000).map(|r| r.shards), Some(4));
+        assert_eq!(
+            rise(&s, 4_000, 15_000, 10_000),
+            None,
+            "a key of the old count: more shards would not spread it"
+        );
         let s = site(MAX_SHARDS, &[]);
-        assert_eq!(rise(&s, 15_000, 10_000), None);
+        assert_eq!(rise(&s, 15_000, 15_000, 10_000), None);
     }
 
     #[test]
@@ -356,7 +373,7 @@ mod tests {
             base in 1u16..10,
             steps in proptest::collection::vec((0i64..6 * HOUR_MS, 1u16..70), 0..6),
             written in 0i64..8 * HOUR_MS,
-            stale in 0i64..=STALE_MS,
+            stale in 0i64..=STALE_MS + STALE_MARGIN_MS,
             skew in -crate::payload::CLIENT_CLOCK_BEHIND_MS..=CLIENT_CLOCK_AHEAD_MS,
             eid in "[a-z0-9]{4,20}",
         ) {
@@ -364,8 +381,9 @@ mod tests {
             plan.sort_by_key(|p| p.0);
             let s = site(base, &plan);
             // Written at `written` by an instance whose view of the site is
-            // `stale` old (changes are in force from when they are made),
-            // for an event time up to the client's clock skew away.
+            // `stale` old (changes are in force from just before they are
+            // written), for an event time up to the client's clock skew
+            // away.
             let at = written + skew;
             let view = site(base, &plan.iter().copied().filter(|p| p.0 <= written - stale).collect::<Vec<_>>());
             let read = s.read_shards(crate::keys::hour_start(at));

@@ -48,6 +48,10 @@ pub struct Site {
     /// ([`crate::shard`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reshards: Vec<crate::shard::Reshard>,
+    /// Bumped by every change of [`Site::reshards`]; every write of the
+    /// site is conditional on the version it read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shard_version: u64,
     /// When the site was created.
     #[serde(default)]
     pub created_at: Millis,
@@ -142,6 +146,10 @@ fn default_shards() -> u16 {
     1
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Why a site definition is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SiteError {
@@ -195,6 +203,7 @@ impl Site {
             history_days: DEFAULT_HISTORY_DAYS,
             shards: 1,
             reshards: Vec::new(),
+            shard_version: 0,
             created_at,
             exclude_networks: Vec::new(),
             exclude_paths: Vec::new(),

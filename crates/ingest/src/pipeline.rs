@@ -13,8 +13,8 @@
 //! 6. [`salt`]: the day's shared salt (cached);
 //! 7. [`budget`]: the client network's and the site's minute budgets;
 //! 8. [`build`]: the stored event (every classification done here, once);
-//! 9. [`write`]: one conditional PutItem; when DynamoDB still throttles it
-//!    after the SDK's retries, the site's shard count rises
+//! 9. [`write`]: one conditional PutItem; when DynamoDB still throttles
+//!    its key after the SDK's retries, the site's shard count rises
 //!    ([`IngestStore::throttled`], [`tally_core::shard`]).
 //!
 //! A warm instance makes exactly one DynamoDB request per accepted event,
@@ -126,12 +126,15 @@ async fn steps<S: IngestStore>(
     let (key, stored) = build(hit, &site, &client, at, &salt);
     let started = std::time::Instant::now();
     let verdict = write(store, &key, &stored, event_ttl(at, site.retention_days)).await;
-    if let Err(Verdict::Failed(StoreError::Throttled)) = &verdict {
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if let Err(Verdict::Failed(StoreError::KeyThrottled)) = &verdict {
+        // The instant now (the SDK spent its retries): a change is in
+        // force from just before it is written.
+        let now = facts.now + started.elapsed().as_millis() as Millis;
         store
-            .throttled(&site, facts.now, config.reshard_cooldown)
+            .throttled(&site, key.at, now, config.reshard_cooldown)
             .await;
     }
-    let ms = started.elapsed().as_secs_f64() * 1000.0;
     config.metrics.count(|m| {
         if m.store_ms.len() < tally_core::metrics::MAX_VALUES {
             m.store_ms.push((ms * 100.0).round() / 100.0);

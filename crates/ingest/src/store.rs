@@ -36,17 +36,18 @@ pub trait IngestStore: Send + Sync {
         event: &Event,
         ttl: Option<i64>,
     ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
-    /// A write of `site`'s events was throttled at `now`: raise its shard
-    /// count ([`shard::rise`]) unless it changed within `cooldown`. Costs a
-    /// request only when it changes something; never fails. (A store that
-    /// never throttles does nothing.)
+    /// A write of `site`'s event keyed at `key_at` was throttled on its
+    /// key at `now`: raise the site's shard count ([`shard::rise`]) unless
+    /// it changed within `cooldown`. Costs a request only when it changes
+    /// something; never fails. (A store that never throttles does nothing.)
     fn throttled(
         &self,
         site: &Site,
+        key_at: Millis,
         now: Millis,
         cooldown: Millis,
     ) -> impl Future<Output = ()> + Send {
-        let _ = (site, now, cooldown);
+        let _ = (site, key_at, now, cooldown);
         async {}
     }
 }
@@ -117,23 +118,20 @@ impl IngestStore for DynamoIngest {
         self.store.put_event(key, event, ttl).await
     }
 
-    async fn throttled(&self, site: &Site, now: Millis, cooldown: Millis) {
+    async fn throttled(&self, site: &Site, key_at: Millis, now: Millis, cooldown: Millis) {
         if !self.may_try(&site.id, now) {
             return;
         }
-        let Some(change) = shard::rise(site, now, cooldown) else {
+        let Some(change) = shard::rise(site, key_at, now, cooldown) else {
             return;
         };
         let plan = site.with_reshard(change);
-        match self
-            .store
-            .reshard(&site.id, site.reshards.len(), &plan)
-            .await
-        {
+        match self.store.reshard(site, &plan).await {
             Ok(true) => {
                 tracing::warn!(shards = change.shards, "write throttled: site resharded");
                 let mut updated = site.clone();
                 updated.reshards = plan;
+                updated.shard_version += 1;
                 self.sites.forget(&site.id);
                 self.sites.remember(&site.id, Some(Arc::new(updated)));
             }

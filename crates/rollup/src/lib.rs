@@ -148,6 +148,7 @@ pub async fn run(
     config: &JobConfig,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<RunReport, StoreError> {
+    let began = Instant::now();
     let mut state = store.job(JOB_NAME).await?.unwrap_or_default();
     let items = store.site_items().await?;
     let mut report = RunReport::default();
@@ -178,7 +179,7 @@ pub async fn run(
             && config.max_sites.is_none_or(|m| reached + pending.len() < m);
         while pending.len() < concurrency && (budget_left || reached + pending.len() == 0) {
             match queue.next() {
-                Some(entry) => pending.push_back(roll_entry(store, entry, now, config)),
+                Some(entry) => pending.push_back(roll_entry(store, entry, now, began, config)),
                 None => break,
             }
             if config
@@ -242,13 +243,28 @@ fn roll_entry<'a>(
     store: &'a Store,
     entry: &'a (String, Result<Site, StoreError>),
     now: Millis,
+    began: Instant,
     config: &'a JobConfig,
 ) -> SiteFuture<'a> {
     Box::pin(async move {
-        let out = match &entry.1 {
+        let mut out = match &entry.1 {
             Ok(site) => roll_site(store, site, now, config).await,
             Err(e) => Err(e.clone()),
         };
+        if let Ok(report) = &mut out
+            && config.compact
+            && config.days.is_none()
+        {
+            // A change is in force from just before it is written: the
+            // run's instant advanced by the time the run has taken.
+            let at = now + began.elapsed().as_millis() as Millis;
+            report.resharded = reshard_site(store, &entry.0, at, config.partition_writes)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(site = %entry.0, error = %e, "planning shards failed");
+                    None
+                });
+        }
         (entry.0.clone(), out)
     })
 }
@@ -307,7 +323,8 @@ pub fn days_to_roll(
         .collect()
 }
 
-/// Compacts one site, then rolls up its due days.
+/// Compacts one site, then rolls up its due days. (The scheduled run then
+/// plans its shards, [`reshard_site`].)
 pub async fn roll_site(
     store: &Store,
     site: &Site,
@@ -321,21 +338,23 @@ pub async fn roll_site(
     };
     let mut report = rollup_site(store, site, now, config).await?;
     report.compaction = compaction;
-    if config.compact && config.days.is_none() {
-        report.resharded = reshard_site(store, site, now, config.partition_writes).await?;
-    }
     Ok(report)
 }
 
-/// Plans a site's shard count from its busiest compacted hour of the last
-/// day ([`tally_core::shard::planned`]): one query of two manifests, and a
-/// conditional update when the count changes.
+/// Plans a site's shard count at `now` from its busiest compacted hour of
+/// the last day ([`tally_core::shard::planned`]): a consistent read of the
+/// site, one query of two manifests, and a conditional update when the
+/// count changes (conditional on the version read, so a change ingest made
+/// meanwhile is never undone).
 pub async fn reshard_site(
     store: &Store,
-    site: &Site,
+    id: &str,
     now: Millis,
     partition_writes: u32,
 ) -> Result<Option<u16>, StoreError> {
+    let Some(site) = store.site_consistent(id).await? else {
+        return Ok(None);
+    };
     let since = now - DAY_MS;
     let manifests = store
         .manifests(&site.id, utc_date(since), utc_date(now), now)
@@ -350,11 +369,11 @@ pub async fn reshard_site(
         })
         .max()
         .unwrap_or(0);
-    let Some(change) = tally_core::shard::planned(site, now, busiest, partition_writes) else {
+    let Some(change) = tally_core::shard::planned(&site, now, busiest, partition_writes) else {
         return Ok(None);
     };
     let plan = site.with_reshard(change);
-    let changed = store.reshard(&site.id, site.reshards.len(), &plan).await?;
+    let changed = store.reshard(&site, &plan).await?;
     if changed {
         tracing::info!(site = %site.id, shards = change.shards, busiest, "site resharded");
     }

@@ -2,7 +2,7 @@
 
 use aws_sdk_dynamodb::error::SdkError;
 
-/// A store failure. Callers map `Unavailable` and `Throttled` to a 503.
+/// A store failure. Callers map the transient ones to a 503.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StoreError {
     /// DynamoDB could not be reached, timed out, or failed on its side.
@@ -11,6 +11,10 @@ pub enum StoreError {
     /// DynamoDB throttled the request after the SDK's retries.
     #[error("the store is throttling requests")]
     Throttled,
+    /// One partition key took more than its share of writes
+    /// (`ProvisionedThroughputExceededException`), after the SDK's retries.
+    #[error("the store is throttling writes to one key")]
+    KeyThrottled,
     /// An item could not be read back into its type.
     #[error("corrupt item: {0}")]
     Corrupt(String),
@@ -22,7 +26,10 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the failure is the store's (retry later) rather than ours.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Unavailable(_) | Self::Throttled)
+        matches!(
+            self,
+            Self::Unavailable(_) | Self::Throttled | Self::KeyThrottled
+        )
     }
 }
 
@@ -47,9 +54,8 @@ where
         SdkError::ServiceError(service) => {
             let code = service.err().code().unwrap_or("Unknown");
             match code {
-                "ProvisionedThroughputExceededException"
-                | "ThrottlingException"
-                | "RequestLimitExceeded" => StoreError::Throttled,
+                "ProvisionedThroughputExceededException" => StoreError::KeyThrottled,
+                "ThrottlingException" | "RequestLimitExceeded" => StoreError::Throttled,
                 "InternalServerError" | "ServiceUnavailable" | "InternalFailure" => {
                     StoreError::Unavailable(code.to_owned())
                 }

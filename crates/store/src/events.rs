@@ -7,7 +7,8 @@ use crate::item::{from_item, number, string, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use tally_core::Millis;
 use tally_core::event::Event;
 use tally_core::keys::{EventKey, event_pk, hours_between};
@@ -124,15 +125,29 @@ impl Store {
             .buffer_unordered(READ_CONCURRENCY)
             .try_collect()
             .await?;
-        let mut seen: HashSet<(Millis, String)> = HashSet::new();
+        // In a mixed hour, one copy per sort key: the earliest (the copies
+        // of an event keyed at its hour's start carry each delivery's
+        // time), whatever order the partitions arrived in.
+        let mut once: HashMap<(Millis, String), Event> = HashMap::new();
         let mut events = Vec::new();
         for (hour, mixed, part) in parts {
             for (sk, event) in part {
-                if !mixed || seen.insert((hour, sk)) {
+                if !mixed {
                     events.push(event);
+                    continue;
+                }
+                match once.entry((hour, sk)) {
+                    Entry::Vacant(slot) => {
+                        slot.insert(event);
+                    }
+                    Entry::Occupied(mut kept) if event.ts < kept.get().ts => {
+                        kept.insert(event);
+                    }
+                    Entry::Occupied(_) => {}
                 }
             }
         }
+        events.extend(once.into_values());
         events.sort_by_key(|e| e.ts);
         Ok(events)
     }

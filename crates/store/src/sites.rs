@@ -58,20 +58,14 @@ impl Store {
     /// `Ok(false)`, and the caller reads the site again.
     pub async fn update_site(&self, site: &Site) -> Result<bool, StoreError> {
         let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
-        let mut put = self
+        let (condition, values) = same_shard_version(site);
+        let put = self
             .client
             .put_item()
             .table_name(self.table())
-            .set_item(Some(item));
-        put = if site.reshards.is_empty() {
-            put.condition_expression("attribute_exists(pk) AND attribute_not_exists(reshards)")
-        } else {
-            put.condition_expression("attribute_exists(pk) AND size(reshards) = :seen")
-                .expression_attribute_values(
-                    ":seen",
-                    AttributeValue::N(site.reshards.len().to_string()),
-                )
-        };
+            .set_item(Some(item))
+            .condition_expression(condition)
+            .set_expression_attribute_values(values);
         match put.send().await {
             Ok(_) => Ok(true),
             Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
@@ -79,38 +73,44 @@ impl Store {
         }
     }
 
-    /// Replaces a site's shard plan ([`Site::with_reshard`]) if it still
-    /// holds `seen` changes, so two writers cannot both change it.
-    /// `Ok(false)`: someone else did.
+    /// Replaces the shard plan of `site` (as read) with `plan`
+    /// ([`Site::with_reshard`]) and bumps its version, if no one changed
+    /// the plan since it was read. `Ok(false)`: someone did.
     pub async fn reshard(
         &self,
-        site: &str,
-        seen: usize,
+        site: &Site,
         plan: &[tally_core::shard::Reshard],
     ) -> Result<bool, StoreError> {
         let plan = serde_dynamo::to_attribute_value(plan)
             .map_err(|e| StoreError::Request(format!("shard plan: {e}")))?;
-        let condition = if seen == 0 {
-            "attribute_exists(pk) AND attribute_not_exists(reshards)"
-        } else {
-            "attribute_exists(pk) AND size(reshards) = :seen"
-        };
-        let mut update = self
+        let (condition, values) = same_shard_version(site);
+        let mut values = values.unwrap_or_default();
+        values.insert(":plan".to_owned(), plan);
+        values.insert(
+            ":next".to_owned(),
+            AttributeValue::N((site.shard_version + 1).to_string()),
+        );
+        let update = self
             .client
             .update_item()
             .table_name(self.table())
-            .set_key(Some(key(SITES_PK, keys::site_sk(site))))
-            .update_expression("SET reshards = :plan")
+            .set_key(Some(key(SITES_PK, keys::site_sk(&site.id))))
+            .update_expression("SET reshards = :plan, shard_version = :next")
             .condition_expression(condition)
-            .expression_attribute_values(":plan", plan);
-        if seen > 0 {
-            update =
-                update.expression_attribute_values(":seen", AttributeValue::N(seen.to_string()));
-        }
+            .set_expression_attribute_values(Some(values));
         match update.send().await {
             Ok(_) => Ok(true),
             Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
             Err(err) => Err(from_sdk(err)),
+        }
+    }
+
+    /// Reads one site with a strongly consistent read (before changing its
+    /// shard plan).
+    pub async fn site_consistent(&self, id: &str) -> Result<Option<Site>, StoreError> {
+        match self.get(key(SITES_PK, keys::site_sk(id)), true).await? {
+            Some(item) => Ok(Some(from_item(item)?)),
+            None => Ok(None),
         }
     }
 
@@ -244,6 +244,25 @@ impl Store {
     }
 }
 
+/// The condition that a site item exists with the shard version `site`
+/// was read with.
+fn same_shard_version(site: &Site) -> (&'static str, Option<HashMap<String, AttributeValue>>) {
+    if site.shard_version == 0 {
+        (
+            "attribute_exists(pk) AND attribute_not_exists(shard_version)",
+            None,
+        )
+    } else {
+        (
+            "attribute_exists(pk) AND shard_version = :seen",
+            Some(HashMap::from([(
+                ":seen".to_owned(),
+                AttributeValue::N(site.shard_version.to_string()),
+            )])),
+        )
+    }
+}
+
 /// How long a cached site (or a cached "no such site") is trusted: the
 /// staleness readers allow for when a site's shard count changes
 /// ([`tally_core::shard::STALE_MS`]).
@@ -310,14 +329,29 @@ impl SiteCache {
             .map(|(site, _)| site.clone())
     }
 
-    /// Remembers the answer for `id`.
+    /// Remembers the answer for `id`, read now.
     pub fn remember(&self, id: &str, site: Option<Arc<Site>>) {
+        self.remember_read_at(id, site, Instant::now());
+    }
+
+    /// Remembers an answer read at `read_at` (an answer derived from an
+    /// older read is no fresher than it).
+    fn remember_read_at(&self, id: &str, site: Option<Arc<Site>>, read_at: Instant) {
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= SITE_CACHE_CAPACITY {
                 entries.clear();
             }
-            entries.insert(id.to_owned(), (site, Instant::now()));
+            entries.insert(id.to_owned(), (site, read_at));
         }
+    }
+
+    /// The cached answer for `id` and when it was read, if fresh.
+    fn cached_entry(&self, id: &str) -> Option<CachedSite> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .get(id)
+            .filter(|(_, at)| at.elapsed() < self.ttl)
+            .cloned()
     }
 
     /// The site a page domain belongs to (Plausible's `domain`): the site
@@ -335,26 +369,27 @@ impl SiteCache {
             return Ok(hit);
         }
         if keys::valid_site_id(domain)
-            && let Some(site) = self.site(store, domain).await?
+            && let (Some(site), read_at) = self.site_entry(store, domain).await?
             && site.allows_host(domain)
         {
-            self.remember(&key, Some(site.clone()));
+            self.remember_read_at(&key, Some(site.clone()), read_at);
             return Ok(Some(site));
         }
-        let sites = self.all_sites(store).await?;
+        let (sites, read_at) = self.all_sites(store).await?;
         let found = sites.iter().find(|s| s.allows_host(domain)).cloned();
-        self.remember(&key, found.clone());
+        self.remember_read_at(&key, found.clone(), read_at);
         Ok(found)
     }
 
-    /// Every readable site, listed at most once a minute.
-    async fn all_sites(&self, store: &Store) -> Result<SiteList, StoreError> {
+    /// Every readable site, listed at most once a minute, and when.
+    async fn all_sites(&self, store: &Store) -> Result<(SiteList, Instant), StoreError> {
         if let Ok(list) = self.list.lock()
             && let Some((sites, at)) = list.as_ref()
             && at.elapsed() < self.ttl
         {
-            return Ok(sites.clone());
+            return Ok((sites.clone(), *at));
         }
+        let read_at = Instant::now();
         let sites: SiteList = Arc::new(
             store
                 .site_items()
@@ -364,18 +399,24 @@ impl SiteCache {
                 .collect(),
         );
         if let Ok(mut list) = self.list.lock() {
-            *list = Some((sites.clone(), Instant::now()));
+            *list = Some((sites.clone(), read_at));
         }
-        Ok(sites)
+        Ok((sites, read_at))
     }
 
     /// Reads `id` through the cache.
     pub async fn site(&self, store: &Store, id: &str) -> Result<Option<Arc<Site>>, StoreError> {
-        if let Some(hit) = self.cached(id) {
+        Ok(self.site_entry(store, id).await?.0)
+    }
+
+    /// Reads `id` through the cache, and when the answer was read.
+    async fn site_entry(&self, store: &Store, id: &str) -> Result<CachedSite, StoreError> {
+        if let Some(hit) = self.cached_entry(id) {
             return Ok(hit);
         }
+        let read_at = Instant::now();
         let site = store.site(id).await?.map(Arc::new);
-        self.remember(id, site.clone());
-        Ok(site)
+        self.remember_read_at(id, site.clone(), read_at);
+        Ok((site, read_at))
     }
 }

@@ -470,7 +470,7 @@ async fn segments_bench() {
     // plus 100 bytes of overhead per item for storage).
     let mut raw_bytes = 0usize;
     for s in &seeded {
-        let key = s.event.key(&site.id, &s.eid, site.shards);
+        let key = s.event.key(&site, &s.eid);
         let item = tally_store::item::with_keys(
             &s.event,
             key.pk(),
