@@ -6,6 +6,7 @@ use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, from_item, key, string, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::AttributeValue;
+use aws_smithy_types::retry::RetryConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -75,7 +76,8 @@ impl Store {
 
     /// Replaces the shard plan of `site` (as read) with `plan`
     /// ([`Site::with_reshard`]) and bumps its version, if no one changed
-    /// the plan since it was read. `Ok(false)`: someone did.
+    /// the plan since it was read. `Ok(false)`: someone did. One attempt,
+    /// no retries.
     pub async fn reshard(
         &self,
         site: &Site,
@@ -97,7 +99,15 @@ impl Store {
             .set_key(Some(key(SITES_PK, keys::site_sk(&site.id))))
             .update_expression("SET reshards = :plan, shard_version = :next")
             .condition_expression(condition)
-            .set_expression_attribute_values(Some(values));
+            .set_expression_attribute_values(Some(values))
+            // One attempt: the caller was throttled already and is waiting
+            // to answer; the next throttle, or the job's next run, tries
+            // again.
+            .customize()
+            .config_override(
+                aws_sdk_dynamodb::config::Builder::default()
+                    .retry_config(RetryConfig::standard().with_max_attempts(1)),
+            );
         match update.send().await {
             Ok(_) => Ok(true),
             Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
