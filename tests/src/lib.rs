@@ -149,6 +149,26 @@ pub fn collect_request(body: &str, ip: &str, user_agent: &str) -> lambda_http::R
     post_request("/collect", body, ip, user_agent)
 }
 
+/// Runs the scheduled job over every site at `now`, as configured by
+/// default, and checks that no site failed.
+pub async fn run_job(store: &Store, now: i64) -> tally_rollup::RunReport {
+    let report = tally_rollup::run(store, now, &tally_rollup::JobConfig::default(), &|_| {})
+        .await
+        .unwrap_or_else(|e| panic!("the job failed: {e}"));
+    assert!(report.failed.is_empty(), "{report:?}");
+    report
+}
+
+/// The query configuration that answers every report from raw events
+/// alone: the reference side of the source-equivalence tests.
+pub fn raw_only() -> tally_query::Config {
+    tally_query::Config {
+        use_rollups: false,
+        use_segments: false,
+        ..tally_query::Config::default()
+    }
+}
+
 /// A POST of `body` to `path` as API Gateway delivers it (an empty user
 /// agent sends none).
 pub fn post_request(path: &str, body: &str, ip: &str, user_agent: &str) -> lambda_http::Request {

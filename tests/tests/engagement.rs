@@ -264,11 +264,7 @@ async fn time_on_page_and_scroll_depth_equal_a_reference_count_from_every_source
         key,
         now: start + 6 * DAY_MS + 12 * HOUR_MS,
     };
-    let raw = Config {
-        use_rollups: false,
-        use_segments: false,
-        ..Config::default()
-    };
+    let raw = tally_tests::raw_only();
     let range = "from=2026-11-20&to=2026-11-22";
     let pages = api.get(&raw, &format!("breakdown/page?{range}")).await;
     assert_eq!(shown(&pages["results"], "value"), expected(&all), "raw");
@@ -283,15 +279,7 @@ async fn time_on_page_and_scroll_depth_equal_a_reference_count_from_every_source
 
     // After the job: settled days from rollups, filtered reads from
     // segments (every visit is Chrome's), Stats API v2 and the dashboard.
-    let report = tally_rollup::run(
-        &h.store,
-        api.now,
-        &tally_rollup::JobConfig::default(),
-        &|_| {},
-    )
-    .await
-    .unwrap();
-    assert!(report.failed.is_empty(), "{report:?}");
+    tally_tests::run_job(&h.store, api.now).await;
     let rolled = api
         .get(&Config::default(), &format!("breakdown/page?{range}"))
         .await;

@@ -184,11 +184,7 @@ async fn funnel_steps_equal_a_hand_count_in_both_modes_from_every_source() {
         let api = &api;
         async move { api.call(&config, &path).await }
     };
-    let raw = || Config {
-        use_rollups: false,
-        use_segments: false,
-        ..Config::default()
-    };
+    let raw = tally_tests::raw_only;
     // The last two days, compared with the two before.
     let range = "from=2026-11-20&to=2026-11-21&compare=previous_period";
     let all = |_: u32| true;

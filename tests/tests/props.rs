@@ -164,11 +164,7 @@ async fn property_breakdowns_and_filters_equal_what_was_sent() {
         let path = path.to_owned();
         async move { api.get(&config, &path).await }
     };
-    let raw = || Config {
-        use_rollups: false,
-        use_segments: false,
-        ..Config::default()
-    };
+    let raw = tally_tests::raw_only;
     let range = "from=2026-11-20&to=2026-11-23";
     let all = expected(&script, None);
     assert_eq!(all.len(), 3, "pro, free, (none): {all:?}");
@@ -207,10 +203,7 @@ async fn property_breakdowns_and_filters_equal_what_was_sent() {
 
     // After the scheduled job: settled days from rollups (top values of
     // every key), the others from segments: the same answers.
-    let report = tally_rollup::run(&h.store, now, &tally_rollup::JobConfig::default(), &|_| {})
-        .await
-        .unwrap();
-    assert!(report.failed.is_empty(), "{report:?}");
+    tally_tests::run_job(&h.store, now).await;
     let v = get(Config::default(), &format!("breakdown/props:plan?{range}")).await;
     assert_eq!(v["meta"]["sources"]["rollup"]["days"], 4, "{}", v["meta"]);
     assert_eq!(rows_of(&v), all);

@@ -201,15 +201,7 @@ impl Rig {
     }
 
     async fn job(&self, at: i64) {
-        let report = tally_rollup::run(
-            &self.h.store,
-            at,
-            &tally_rollup::JobConfig::default(),
-            &|_| {},
-        )
-        .await
-        .unwrap();
-        assert!(report.failed.is_empty(), "{report:?}");
+        tally_tests::run_job(&self.h.store, at).await;
     }
 
     async fn reference(&self, site: &str, zone: &Zone) -> Reference {

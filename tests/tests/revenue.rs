@@ -262,11 +262,7 @@ async fn revenue_per_currency_equals_a_hand_count_from_every_source() {
         let api = &api;
         async move { api.get(&config, &path).await }
     };
-    let raw = || Config {
-        use_rollups: false,
-        use_segments: false,
-        ..Config::default()
-    };
+    let raw = tally_tests::raw_only;
     let range = "from=2026-11-20&to=2026-11-23";
     let all = expected(&script, 0..4);
     assert_eq!(all.len(), 3, "{all:?}");
@@ -290,15 +286,7 @@ async fn revenue_per_currency_equals_a_hand_count_from_every_source() {
 
     // After the job: settled days from rollups, filtered reads from
     // segments, the same sums.
-    let report = tally_rollup::run(
-        &h.store,
-        api.now,
-        &tally_rollup::JobConfig::default(),
-        &|_| {},
-    )
-    .await
-    .unwrap();
-    assert!(report.failed.is_empty(), "{report:?}");
+    tally_tests::run_job(&h.store, api.now).await;
     let rolled = get(Config::default(), format!("breakdown/goal?{range}")).await;
     assert_eq!(
         rolled["meta"]["sources"]["rollup"]["days"], 4,

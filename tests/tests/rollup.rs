@@ -107,11 +107,7 @@ async fn a_late_event_counts_after_the_next_run_and_expired_days_stay_served() {
     // segments and rollups nothing is left (and the answer says so); the
     // segments (which counted the late event too) and the rollup answer.
     let much_later = now + 20 * DAY_MS;
-    let raw_only = Config {
-        use_rollups: false,
-        use_segments: false,
-        ..Config::default()
-    };
+    let raw_only = tally_tests::raw_only();
     let (_, raw) = get_with(&query, much_later, &raw_only, &key, path).await;
     assert_eq!(raw["results"]["visits"], 0);
     assert_eq!(

@@ -20,8 +20,8 @@ use tally_query::store::DynamoQuery;
 use tally_query::{Config, handle_with};
 use tally_rollup::{JobConfig, run};
 use tally_store::clock::ManualClock;
-use tally_tests::Harness;
 use tally_tests::seed::{Seeded, store_events, traffic};
+use tally_tests::{Harness, raw_only};
 use time::Date;
 use time::macros::date;
 
@@ -30,14 +30,6 @@ const START: Date = date!(2026 - 09 - 20);
 const TODAY: Date = date!(2026 - 11 - 05);
 /// A day whose raw events are deleted after compaction.
 const DELETED: Date = date!(2026 - 10 - 10);
-
-fn raw_only() -> Config {
-    Config {
-        use_rollups: false,
-        use_segments: false,
-        ..Config::default()
-    }
-}
 
 async fn get(query: &DynamoQuery, now: i64, config: &Config, key: &str, path: &str) -> Value {
     let request = http::Request::builder()
@@ -183,10 +175,7 @@ async fn every_report_from_rollups_segments_and_raw_equals_a_raw_recount() {
     // The job as scheduled, daily at 02:20 UTC, and now.
     let mut at = utc_midnight(START) + DAY_MS + 2 * HOUR_MS + 20 * MINUTE_MS;
     while at < now {
-        let report = run(&h.store, at, &JobConfig::default(), &|_| {})
-            .await
-            .unwrap();
-        assert!(report.failed.is_empty(), "{report:?}");
+        tally_tests::run_job(&h.store, at).await;
         at += DAY_MS;
     }
     run(&h.store, now, &JobConfig::default(), &|_| {})
@@ -202,10 +191,7 @@ async fn every_report_from_rollups_segments_and_raw_equals_a_raw_recount() {
     store_events(&h.store, &site, &late).await;
     // The next hourly run counts them.
     let now = now + HOUR_MS;
-    let report = run(&h.store, now, &JobConfig::default(), &|_| {})
-        .await
-        .unwrap();
-    assert!(report.failed.is_empty(), "{report:?}");
+    let report = tally_tests::run_job(&h.store, now).await;
     assert!(
         report.compaction.days_packed + report.compaction.hours_added > 0,
         "{report:?}"

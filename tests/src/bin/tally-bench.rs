@@ -361,12 +361,7 @@ async fn fold_bench() {
     }
 
     let h = Harness::start().await;
-    let options = ClientOptions {
-        counter: Some(h.counter.clone()),
-        ..ClientOptions::local(&h.endpoint)
-    }
-    .for_batch();
-    let store = Store::connect(&options, "tally").await;
+    let store = batch_store(&h).await;
     store.create_site(&site).await.unwrap();
     let seeded: Vec<_> = traffic(&site, start, 1, 200_000, 11);
     let t = Instant::now();
@@ -486,12 +481,7 @@ async fn segments_bench() {
     );
 
     let h = Harness::start().await;
-    let options = ClientOptions {
-        counter: Some(h.counter.clone()),
-        ..ClientOptions::local(&h.endpoint)
-    }
-    .for_batch();
-    let store = Store::connect(&options, "tally").await;
+    let store = batch_store(&h).await;
     store.create_site(&site).await.unwrap();
     let t = Instant::now();
     store_events(&store, &site, &seeded).await;
@@ -678,6 +668,17 @@ async fn coldstart() {
     }
 }
 
+/// A client of the harness's store with its request counter and the
+/// batch tools' longer timeouts.
+async fn batch_store(h: &Harness) -> Store {
+    let options = ClientOptions {
+        counter: Some(h.counter.clone()),
+        ..ClientOptions::local(&h.endpoint)
+    }
+    .for_batch();
+    Store::connect(&options, "tally").await
+}
+
 /// `tally export` (the release binary, a child process against the
 /// embedded store) of one day of about 110k events and of ten such days
 /// (1.1 M), compacted into segments: time and peak memory of each. The
@@ -685,12 +686,7 @@ async fn coldstart() {
 /// not take ten times the memory.
 async fn export_bench() {
     let h = Harness::start().await;
-    let options = ClientOptions {
-        counter: Some(h.counter.clone()),
-        ..ClientOptions::local(&h.endpoint)
-    }
-    .for_batch();
-    let store = Store::connect(&options, "tally").await;
+    let store = batch_store(&h).await;
     let first = date!(2026 - 11 - 01);
     let start = utc_midnight(first);
     let tally = std::env::var("TALLY_BIN").unwrap_or_else(|_| {
