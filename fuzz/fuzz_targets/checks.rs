@@ -57,7 +57,7 @@ pub fn collect(data: &[u8]) {
             shards: 4,
             ..site.clone()
         };
-        let key = stored.key(&sharded, hit.eid.as_deref().unwrap_or("x"));
+        let key = stored.key(&sharded, hit.eid.as_deref().unwrap_or("x"), false);
         let parsed = tally_core::keys::EventKey::parse(&key.pk(), &key.sk());
         assert_eq!(parsed.as_ref(), Some(&key), "keys round-trip");
         let json = serde_json::to_string(&stored).expect("serialises");

@@ -172,7 +172,7 @@ fn build(
 pub async fn store_events(store: &Store, site: &Site, events: &[Seeded]) {
     let results: Vec<_> = stream::iter(events)
         .map(|s| async move {
-            let key = s.event.key(site, &s.eid);
+            let key = s.event.key(site, &s.eid, false);
             store
                 .put_event(
                     &key,

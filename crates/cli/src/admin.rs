@@ -265,50 +265,50 @@ pub enum FunnelCommand {
 /// Runs a `tally funnel` command.
 pub async fn funnel(command: FunnelCommand, target: &Target) -> anyhow::Result<()> {
     use tally_core::funnel::{Funnel, MAX_FUNNELS, Mode, Step};
-    // Check the definition before connecting: a bad one changes nothing.
-    if let FunnelCommand::Add {
-        name,
-        steps,
-        strict,
-        ..
-    } = &command
-    {
-        let steps = steps
-            .iter()
-            .map(|s| Step::parse(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mode = if *strict { Mode::Strict } else { Mode::Ordered };
-        Funnel::new(&id_from_name(name, "funnel"), name, steps, mode, 0)?;
-    }
-    let store = connect(target).await;
-    let mut out = std::io::stdout().lock();
-    match command {
+    // Build the definition before connecting: a bad one changes nothing.
+    let funnel = match &command {
         FunnelCommand::Add {
-            site,
             name,
             steps,
             strict,
+            ..
         } => {
-            store
-                .site(&site)
-                .await?
-                .with_context(|| format!("no site {site:?}"))?;
             let steps = steps
                 .iter()
                 .map(|s| Step::parse(s))
                 .collect::<Result<Vec<_>, _>>()?;
-            let mode = if strict { Mode::Strict } else { Mode::Ordered };
+            let mode = if *strict { Mode::Strict } else { Mode::Ordered };
+            Some(Funnel::new(
+                &id_from_name(name, "funnel"),
+                name,
+                steps,
+                mode,
+                now_ms(),
+            )?)
+        }
+        _ => None,
+    };
+    let store = connect(target).await;
+    let mut out = std::io::stdout().lock();
+    match command {
+        FunnelCommand::Add { site, name, .. } => {
+            let funnel = funnel.context("a funnel definition")?;
+            store
+                .site(&site)
+                .await?
+                .with_context(|| format!("no site {site:?}"))?;
             let existing = store.funnels(&site).await?;
             if existing.len() >= MAX_FUNNELS {
                 bail!("a site may have at most {MAX_FUNNELS} funnels");
             }
-            let id = id_from_name(&name, "funnel");
-            if existing.iter().any(|f| f.id == id || f.name == name.trim()) {
+            if existing
+                .iter()
+                .any(|f| f.id == funnel.id || f.name == name.trim())
+            {
                 bail!("a funnel named {name:?} already exists");
             }
-            let funnel = Funnel::new(&id, &name, steps, mode, now_ms())?;
             store.put_funnel(&site, &funnel).await?;
-            writeln!(out, "funnel added: {id}\t{}", funnel.name)?;
+            writeln!(out, "funnel added: {}\t{}", funnel.id, funnel.name)?;
         }
         FunnelCommand::List(SiteArg { site }) => {
             for f in store.funnels(&site).await? {

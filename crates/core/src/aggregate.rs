@@ -562,10 +562,15 @@ fn add_visit(
                 m.value += enc.values[value_at];
                 value_at += 1;
                 if let Some(r) = enc.revenue[revenue_at] {
-                    m.revenue
-                        .entry(r.currency.clone())
-                        .or_default()
-                        .record(r.value());
+                    // Clone the currency only for its first conversion.
+                    match m.revenue.get_mut(&r.currency) {
+                        Some(total) => total.record(r.value()),
+                        None => m
+                            .revenue
+                            .entry(r.currency.clone())
+                            .or_default()
+                            .record(r.value()),
+                    }
                 }
                 revenue_at += 1;
             }

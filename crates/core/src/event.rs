@@ -128,13 +128,21 @@ fn is_false(b: &bool) -> bool {
 pub use crate::money::Revenue;
 
 impl Event {
-    /// The key this event is stored under: its time, and the shard of the
-    /// count in force then ([`crate::site::Site::shards_at`]).
-    pub fn key(&self, site: &crate::site::Site, eid: &str) -> keys::EventKey {
+    /// The key this event is stored under: its time (its UTC hour's start
+    /// when `by_hour`: a client's event id without a trusted client time,
+    /// whose time is ours and differs per delivery, so a repeated id in the
+    /// same hour is still stored once), and the shard of the count in force
+    /// then ([`crate::site::Site::shards_at`]).
+    pub fn key(&self, site: &crate::site::Site, eid: &str, by_hour: bool) -> keys::EventKey {
+        let at = if by_hour {
+            keys::hour_start(self.ts)
+        } else {
+            self.ts
+        };
         keys::EventKey {
             site: site.id.clone(),
-            at: self.ts,
-            shard: crate::shard::shard_of(eid, site.shards_at(self.ts)),
+            at,
+            shard: crate::shard::shard_of(eid, site.shards_at(at)),
             eid: eid.to_owned(),
         }
     }

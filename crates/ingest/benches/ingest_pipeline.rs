@@ -49,7 +49,7 @@ fn pipeline(c: &mut Criterion) {
             let at = payload::event_time(hit.client_ts, 1_764_460_801_000);
             let salt = daily_salt(&secret, zone.local_date(at));
             let stored = event::build(&hit, &site, &client, at, &salt);
-            let key = stored.key(&site, hit.eid.as_deref().unwrap());
+            let key = stored.key(&site, hit.eid.as_deref().unwrap(), false);
             black_box(with_keys(&stored, key.pk(), key.sk(), Some(event_ttl(at, 30))).unwrap())
         })
     });

@@ -30,7 +30,6 @@ use tally_core::event::{self, Client, Event, Geo};
 use tally_core::keys::{EventKey, valid_site_id};
 use tally_core::payload::{self, Drop, Hit, Rejection, SiteRef};
 use tally_core::salt::{DailySalt, network_id};
-use tally_core::shard::shard_of;
 use tally_core::site::Site;
 use tally_lambda::request::{client_ip, header};
 use tally_store::StoreError;
@@ -228,16 +227,9 @@ pub fn build(
     salt: &DailySalt,
 ) -> (EventKey, Event) {
     let stored = event::build(hit, site, client, at, salt);
-    let (eid, key_at) = match &hit.eid {
-        Some(eid) if hit.client_ts == Some(at) => (eid.clone(), at),
-        Some(eid) => (eid.clone(), tally_core::keys::hour_start(at)),
-        None => (fresh_eid(), at),
-    };
-    let key = EventKey {
-        site: site.id.clone(),
-        at: key_at,
-        shard: shard_of(&eid, site.shards_at(key_at)),
-        eid,
+    let key = match &hit.eid {
+        Some(eid) => stored.key(site, eid, hit.client_ts != Some(at)),
+        None => stored.key(site, &fresh_eid(), false),
     };
     (key, stored)
 }

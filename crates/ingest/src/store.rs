@@ -125,18 +125,14 @@ impl IngestStore for DynamoIngest {
         let Some(change) = shard::rise(site, key_at, now, cooldown) else {
             return;
         };
-        let plan = site.with_reshard(change);
-        match self.store.reshard(site, &plan).await {
-            Ok(true) => {
+        match self.store.reshard(site, site.with_reshard(change)).await {
+            Ok(Some(written)) => {
                 tracing::warn!(shards = change.shards, "write throttled: site resharded");
-                let mut updated = site.clone();
-                updated.reshards = plan;
-                updated.shard_version += 1;
                 self.sites.forget(&site.id);
-                self.sites.remember(&site.id, Some(Arc::new(updated)));
+                self.sites.remember(&site.id, Some(Arc::new(written)));
             }
             // Changed by another instance: read it with the next event.
-            Ok(false) => self.sites.forget(&site.id),
+            Ok(None) => self.sites.forget(&site.id),
             Err(err) => tracing::warn!(error = %err, "reshard failed"),
         }
     }

@@ -372,8 +372,10 @@ pub async fn reshard_site(
     let Some(change) = tally_core::shard::planned(&site, now, busiest, partition_writes) else {
         return Ok(None);
     };
-    let plan = site.with_reshard(change);
-    let changed = store.reshard(&site, &plan).await?;
+    let changed = store
+        .reshard(&site, site.with_reshard(change))
+        .await?
+        .is_some();
     if changed {
         tracing::info!(site = %site.id, shards = change.shards, busiest, "site resharded");
     }

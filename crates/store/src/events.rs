@@ -3,8 +3,9 @@
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
-use crate::item::{from_item, number, string, with_keys};
+use crate::item::{from_item, number, with_keys};
 use crate::query::SortKeys;
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
 use futures::stream::{self, StreamExt, TryStreamExt};
 use std::collections::HashMap;
@@ -74,11 +75,15 @@ impl Store {
     ) -> Result<Vec<(String, Event)>, StoreError> {
         let items = self.query_items(&pk, SortKeys::All).await?;
         let mut out = Vec::with_capacity(items.len());
-        for item in items {
+        for mut item in items {
             if number(&item, "ttl").is_some_and(|ttl| ttl * 1000 <= now) {
                 continue;
             }
-            let sk = string(&item, "sk").unwrap_or_default().to_owned();
+            // Taken out of the item, not copied (the event does not hold it).
+            let sk = match item.remove("sk") {
+                Some(AttributeValue::S(sk)) => sk,
+                _ => String::new(),
+            };
             out.push((sk, from_item::<Event>(item)?));
         }
         Ok(out)

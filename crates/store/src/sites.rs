@@ -76,21 +76,26 @@ impl Store {
 
     /// Replaces the shard plan of `site` (as read) with `plan`
     /// ([`Site::with_reshard`]) and bumps its version, if no one changed
-    /// the plan since it was read. `Ok(false)`: someone did. One attempt,
-    /// no retries.
+    /// the plan since it was read: the site as written, or `None` if
+    /// someone did. One attempt, no retries.
     pub async fn reshard(
         &self,
         site: &Site,
-        plan: &[tally_core::shard::Reshard],
-    ) -> Result<bool, StoreError> {
-        let plan = serde_dynamo::to_attribute_value(plan)
+        plan: Vec<tally_core::shard::Reshard>,
+    ) -> Result<Option<Site>, StoreError> {
+        let written = Site {
+            reshards: plan,
+            shard_version: site.shard_version + 1,
+            ..site.clone()
+        };
+        let plan = serde_dynamo::to_attribute_value(&written.reshards)
             .map_err(|e| StoreError::Request(format!("shard plan: {e}")))?;
         let (condition, values) = same_shard_version(site);
         let mut values = values.unwrap_or_default();
         values.insert(":plan".to_owned(), plan);
         values.insert(
             ":next".to_owned(),
-            AttributeValue::N((site.shard_version + 1).to_string()),
+            AttributeValue::N(written.shard_version.to_string()),
         );
         let update = self
             .client
@@ -109,8 +114,8 @@ impl Store {
                     .retry_config(RetryConfig::standard().with_max_attempts(1)),
             );
         match update.send().await {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Ok(_) => Ok(Some(written)),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(None),
             Err(err) => Err(from_sdk(err)),
         }
     }
@@ -118,15 +123,19 @@ impl Store {
     /// Reads one site with a strongly consistent read (before changing its
     /// shard plan).
     pub async fn site_consistent(&self, id: &str) -> Result<Option<Site>, StoreError> {
-        match self.get(key(SITES_PK, keys::site_sk(id)), true).await? {
-            Some(item) => Ok(Some(from_item(item)?)),
-            None => Ok(None),
-        }
+        self.read_site(id, true).await
     }
 
     /// Reads one site.
     pub async fn site(&self, id: &str) -> Result<Option<Site>, StoreError> {
-        match self.get(key(SITES_PK, keys::site_sk(id)), false).await? {
+        self.read_site(id, false).await
+    }
+
+    async fn read_site(&self, id: &str, consistent: bool) -> Result<Option<Site>, StoreError> {
+        match self
+            .get(key(SITES_PK, keys::site_sk(id)), consistent)
+            .await?
+        {
             Some(item) => Ok(Some(from_item(item)?)),
             None => Ok(None),
         }
@@ -332,11 +341,7 @@ impl SiteCache {
 
     /// The cached answer for `id`, if fresh.
     pub fn cached(&self, id: &str) -> Option<Option<Arc<Site>>> {
-        let entries = self.entries.lock().ok()?;
-        entries
-            .get(id)
-            .filter(|(_, at)| at.elapsed() < self.ttl)
-            .map(|(site, _)| site.clone())
+        self.cached_entry(id).map(|(site, _)| site)
     }
 
     /// Remembers the answer for `id`, read now.

@@ -465,7 +465,7 @@ async fn segments_bench() {
     // plus 100 bytes of overhead per item for storage).
     let mut raw_bytes = 0usize;
     for s in &seeded {
-        let key = s.event.key(&site, &s.eid);
+        let key = s.event.key(&site, &s.eid, false);
         let item = tally_store::item::with_keys(
             &s.event,
             key.pk(),
