@@ -22,6 +22,7 @@
 //! - [`plan`]: where each day of a read comes from (rollup, segment, raw).
 //! - [`compaction`]: which hours and days the job (re)compacts.
 //! - [`rollup`], [`report`]: stored day aggregates and JSON reports.
+//! - [`text`]: the rules for text that becomes a stored label.
 
 pub mod aggregate;
 pub mod auth;
@@ -53,6 +54,7 @@ pub mod shard;
 pub mod share;
 pub mod site;
 pub mod stats_api;
+pub mod text;
 pub mod window;
 pub mod zone;
 
