@@ -1,0 +1,16 @@
+//! Issue 18's attacks, one module per room, each reproducing what an
+//! adversarial probe did to a live stack and asserting what holds now:
+//! - [`ingest`]: bounded events at both doors;
+//! - [`job`]: a job that never stalls on one site's data;
+//! - [`query`]: query cost bounded by its input, limits that hold under
+//!   concurrency and across instances;
+//! - [`transfer`]: exports, imports and downloads.
+//!
+//! One test binary (each binary links the whole stack).
+
+#![allow(clippy::unwrap_used)]
+
+mod ingest;
+mod job;
+mod query;
+mod transfer;
