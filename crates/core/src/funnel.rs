@@ -140,15 +140,21 @@ impl Step {
     }
 
     fn matches(&self, e: &Event) -> bool {
-        let rule = match (&self.rule, e.kind) {
-            (StepRule::Page { pattern }, Kind::PageView) => wildcard_match(pattern, &e.path),
-            (StepRule::Event { name }, Kind::Custom) => e.name.as_deref() == Some(name.as_str()),
+        self.rule_matches(e.kind, &e.path, e.name.as_deref())
+            && self
+                .prop
+                .as_ref()
+                .is_none_or(|(k, v)| e.props.get(k) == Some(v))
+    }
+
+    /// Whether an event of `kind` on `path` named `name` matches the rule
+    /// (the property condition, [`Step::prop`], is checked apart).
+    pub fn rule_matches(&self, kind: Kind, path: &str, name: Option<&str>) -> bool {
+        match (&self.rule, kind) {
+            (StepRule::Page { pattern }, Kind::PageView) => wildcard_match(pattern, path),
+            (StepRule::Event { name: step }, Kind::Custom) => name == Some(step.as_str()),
             _ => false,
-        };
-        rule && self
-            .prop
-            .as_ref()
-            .is_none_or(|(k, v)| e.props.get(k) == Some(v))
+        }
     }
 }
 
@@ -258,11 +264,31 @@ pub fn reach(steps: &[Step], events: &[&Event], mode: Mode) -> usize {
         .copied()
         .filter(|e| matches!(e.kind, Kind::PageView | Kind::Custom))
         .collect();
+    reach_with(
+        steps.len(),
+        &tokens,
+        |i, e| steps[i].matches(e),
+        |e| e.kind == Kind::PageView,
+        mode,
+    )
+}
+
+/// [`reach`] over any tokens (a visit's page views and custom events, in
+/// order): `matches(i, t)` says whether token `t` matches step `i`,
+/// `is_page` whether it is a page view. The scan ([`crate::scan`]) calls it
+/// with its rows.
+pub(crate) fn reach_with<T: Copy>(
+    steps: usize,
+    tokens: &[T],
+    mut matches: impl FnMut(usize, T) -> bool,
+    is_page: impl Fn(T) -> bool,
+    mode: Mode,
+) -> usize {
     match mode {
         Mode::Ordered => {
             let mut k = 0;
-            for e in &tokens {
-                if k < steps.len() && steps[k].matches(e) {
+            for &e in tokens {
+                if k < steps && matches(k, e) {
                     k += 1;
                 }
             }
@@ -270,21 +296,21 @@ pub fn reach(steps: &[Step], events: &[&Event], mode: Mode) -> usize {
         }
         Mode::Strict => {
             let mut best = 0;
-            for (start, e) in tokens.iter().enumerate() {
-                if best == steps.len() {
+            for (start, &e) in tokens.iter().enumerate() {
+                if best == steps {
                     break;
                 }
-                if !steps[0].matches(e) {
+                if !matches(0, e) {
                     continue;
                 }
                 let mut k = 1;
-                for e in &tokens[start + 1..] {
-                    if k == steps.len() {
+                for &e in &tokens[start + 1..] {
+                    if k == steps {
                         break;
                     }
-                    if steps[k].matches(e) {
+                    if matches(k, e) {
                         k += 1;
-                    } else if e.kind == Kind::PageView {
+                    } else if is_page(e) {
                         break;
                     }
                 }

@@ -133,13 +133,24 @@ pub enum Matcher {
 impl Matcher {
     /// Whether an event converts this goal.
     pub fn converts(&self, event: &Event) -> bool {
-        match (self, event.kind) {
-            (Self::Event(name), Kind::Custom) => event.name.as_deref() == Some(name.as_str()),
-            (Self::PageExact(p), Kind::PageView) => event.path == *p,
-            (Self::PageWildcard(p), Kind::PageView) => wildcard_match(p, &event.path),
-            (Self::PageRegex(re), Kind::PageView) => re.is_match(&event.path),
+        self.converts_parts(event.kind, &event.path, event.name.as_deref())
+    }
+
+    /// Whether an event of `kind` on `path` named `name` converts this
+    /// goal.
+    pub fn converts_parts(&self, kind: Kind, path: &str, name: Option<&str>) -> bool {
+        match (self, kind) {
+            (Self::Event(goal), Kind::Custom) => name == Some(goal.as_str()),
+            (Self::PageExact(p), Kind::PageView) => path == p,
+            (Self::PageWildcard(p), Kind::PageView) => wildcard_match(p, path),
+            (Self::PageRegex(re), Kind::PageView) => re.is_match(path),
             _ => false,
         }
+    }
+
+    /// Whether custom events convert this goal (else page views do).
+    pub fn on_events(&self) -> bool {
+        matches!(self, Self::Event(_))
     }
 }
 

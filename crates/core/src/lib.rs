@@ -16,6 +16,8 @@
 //! - [`money`]: exact revenue amounts, currencies and their sums.
 //! - [`classify`]: user agents, bots, referrers and time-zone countries.
 //! - [`session`], [`aggregate`]: events into visits, visits into counts.
+//! - [`scan`]: the streaming scan: events hour by hour into counts, in
+//!   bounded memory (visits, the fold and funnels over dictionary ids).
 //! - [`funnel`]: funnel definitions and how far each visit got.
 //! - [`window`], [`retention`]: settled days, sealed hours, what is still stored.
 //! - [`segment`]: compacted events (the columnar, compressed encoding).
@@ -48,6 +50,7 @@ pub mod report;
 pub mod retention;
 pub mod rollup;
 pub mod salt;
+pub mod scan;
 pub mod segment;
 pub mod session;
 pub mod shard;

@@ -360,13 +360,20 @@ fn deflate(body: &[u8]) -> Vec<u8> {
 
 fn inflate(bytes: &[u8]) -> Result<Vec<u8>, SegmentError> {
     let mut out = Vec::with_capacity(bytes.len() * 4);
+    inflate_into(bytes, &mut out)?;
+    Ok(out)
+}
+
+/// Inflates into `out` (cleared first; its memory reused).
+fn inflate_into(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), SegmentError> {
+    out.clear();
     let mut dec = ZlibDecoder::new(bytes).take(MAX_BLOCK_INFLATED as u64 + 1);
-    dec.read_to_end(&mut out)
+    dec.read_to_end(out)
         .map_err(|_| SegmentError::Corrupt("deflate stream or checksum"))?;
     if out.len() > MAX_BLOCK_INFLATED {
         return Err(SegmentError::Corrupt("inflated size"));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The memory an event takes once decoded: its struct and its strings.
@@ -455,7 +462,7 @@ fn kind_code(k: Kind) -> u8 {
     }
 }
 
-fn kind_of(code: u8) -> Result<Kind, SegmentError> {
+pub(crate) fn kind_of(code: u8) -> Result<Kind, SegmentError> {
     Ok(match code {
         0 => Kind::PageView,
         1 => Kind::Custom,
@@ -464,7 +471,7 @@ fn kind_of(code: u8) -> Result<Kind, SegmentError> {
     })
 }
 
-fn channel_code(c: Channel) -> u8 {
+pub(crate) fn channel_code(c: Channel) -> u8 {
     match c {
         Channel::Direct => 0,
         Channel::OrganicSearch => 1,
@@ -475,7 +482,7 @@ fn channel_code(c: Channel) -> u8 {
     }
 }
 
-fn channel_of(code: u8) -> Result<Channel, SegmentError> {
+pub(crate) fn channel_of(code: u8) -> Result<Channel, SegmentError> {
     Ok(match code {
         0 => Channel::Direct,
         1 => Channel::OrganicSearch,
@@ -487,7 +494,7 @@ fn channel_of(code: u8) -> Result<Channel, SegmentError> {
     })
 }
 
-fn device_code(d: DeviceType) -> u8 {
+pub(crate) fn device_code(d: DeviceType) -> u8 {
     match d {
         DeviceType::Desktop => 0,
         DeviceType::Mobile => 1,
@@ -496,7 +503,7 @@ fn device_code(d: DeviceType) -> u8 {
     }
 }
 
-fn device_of(code: u8) -> Result<DeviceType, SegmentError> {
+pub(crate) fn device_of(code: u8) -> Result<DeviceType, SegmentError> {
     Ok(match code {
         0 => DeviceType::Desktop,
         1 => DeviceType::Mobile,
@@ -657,7 +664,99 @@ fn encode_body(hour: Millis, events: &[&Event]) -> Vec<u8> {
     out
 }
 
-fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
+/// String columns of a body, in the order [`encode_body`] writes them (the
+/// visitor ids come before them, on their own).
+pub(crate) mod col {
+    /// The tab's session id (none when the tracker sent none).
+    pub const SID: usize = 0;
+    /// The page's host.
+    pub const HOST: usize = 1;
+    /// The page's path.
+    pub const PATH: usize = 2;
+    /// The external referrer.
+    pub const REFERRER: usize = 3;
+    /// The source name.
+    pub const SOURCE: usize = 4;
+    /// `utm_source` … `utm_term` are 5 … 9.
+    pub const UTM_SOURCE: usize = 5;
+    /// The browser.
+    pub const BROWSER: usize = 10;
+    /// The operating system.
+    pub const OS: usize = 11;
+    /// The country, region, city and screen are 12 … 15.
+    pub const COUNTRY: usize = 12;
+    /// The custom event name.
+    pub const NAME: usize = 16;
+    /// The revenue's amount.
+    pub const AMOUNT: usize = 17;
+    /// The revenue's currency.
+    pub const CURRENCY: usize = 18;
+}
+
+/// The string column holding a visit-level dimension's value (its first
+/// event's), for the dimensions read from one column.
+pub(crate) fn session_column(d: crate::dimension::Dimension) -> Option<usize> {
+    use crate::dimension::Dimension as D;
+    Some(match d {
+        D::Hostname => col::HOST,
+        D::Referrer => col::REFERRER,
+        D::Source => col::SOURCE,
+        D::UtmSource => col::UTM_SOURCE,
+        D::UtmMedium => col::UTM_SOURCE + 1,
+        D::UtmCampaign => col::UTM_SOURCE + 2,
+        D::UtmContent => col::UTM_SOURCE + 3,
+        D::UtmTerm => col::UTM_SOURCE + 4,
+        D::Browser => col::BROWSER,
+        D::Os => col::OS,
+        D::Country => col::COUNTRY,
+        D::Region => col::COUNTRY + 1,
+        D::City => col::COUNTRY + 2,
+        D::Screen => col::COUNTRY + 3,
+        _ => return None,
+    })
+}
+
+/// A block body read column by column, every index checked, nothing
+/// materialised: [`decode_body`] makes events of it, the scan rows
+/// ([`crate::scan`]). Event `i` is position `i` of every column.
+pub(crate) struct Body<'a> {
+    /// Events.
+    pub n: usize,
+    /// Times, each inside the block's hour.
+    pub ts: Vec<Millis>,
+    /// Kind codes ([`kind_of`]).
+    pub kinds: &'a [u8],
+    /// Channel codes ([`channel_of`]).
+    pub channels: &'a [u8],
+    /// Device codes ([`device_of`]).
+    pub devices: &'a [u8],
+    /// Non-interactive flags (0 or 1, else corrupt).
+    pub non_interactive: &'a [u8],
+    /// Visitor ids.
+    pub visitors: Visitors<'a>,
+    /// The string columns ([`col`]).
+    pub cols: Vec<Column<'a>>,
+    /// Engaged ms + 1 (0: none).
+    pub engaged: Vec<u64>,
+    /// Deepest scroll + 1 (0: none).
+    pub scrolls: Vec<u64>,
+    /// Custom event values.
+    pub values: Vec<Option<f64>>,
+    /// Properties per event; event `i`'s are the next `prop_counts[i]`
+    /// positions of `keys` and `prop_values`.
+    pub prop_counts: Vec<usize>,
+    /// Property keys.
+    pub keys: Column<'a>,
+    /// Property values.
+    pub prop_values: Column<'a>,
+}
+
+/// Every string column ([`read_body`]'s `wanted`).
+const ALL_COLUMNS: u32 = (1 << COLUMNS) - 1;
+
+/// Reads a body. String columns not in `wanted` (a bit per [`col`]) are
+/// stepped over, not checked or kept: their [`Column`]s are empty.
+fn read_body(hour: Millis, body: &[u8], wanted: u32) -> Result<Body<'_>, SegmentError> {
     let mut r = Reader::new(body);
     if i64::try_from(r.varint()?)
         .ok()
@@ -694,8 +793,12 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
 
     let visitors = read_visitors(&mut r, n)?;
     let mut cols: Vec<Column> = Vec::with_capacity(COLUMNS);
-    for _ in 0..COLUMNS {
-        cols.push(Column::read(&mut r, n)?);
+    for c in 0..COLUMNS {
+        cols.push(if wanted & (1 << c) != 0 {
+            Column::read(&mut r, n)?
+        } else {
+            Column::skip(&mut r, n)?
+        });
     }
     let mut engaged = Vec::with_capacity(n);
     for _ in 0..n {
@@ -706,7 +809,7 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
         scrolls.push(r.varint()?);
     }
     let has_value = r.take(n)?;
-    let mut values = Vec::new();
+    let mut values = Vec::with_capacity(n);
     for &flag in has_value {
         match flag {
             0 => values.push(None),
@@ -734,14 +837,53 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
     if !r.done() {
         return Err(SegmentError::Corrupt("trailing bytes"));
     }
+    Ok(Body {
+        n,
+        ts,
+        kinds,
+        channels,
+        devices,
+        non_interactive,
+        visitors,
+        cols,
+        engaged,
+        scrolls,
+        values,
+        prop_counts,
+        keys,
+        prop_values,
+    })
+}
+
+/// Reads one block's body for the scan ([`crate::scan`]), which turns it
+/// into rows itself: the same reading, checks and errors as
+/// [`decode_block`] (for the string columns in `wanted`, a bit per [`col`]),
+/// without making events. `buf` holds the inflated body (reused).
+pub(crate) fn read_block<T>(
+    block: &Block,
+    wanted: u32,
+    buf: &mut Vec<u8>,
+    rows: impl FnOnce(&Body<'_>) -> Result<T, SegmentError>,
+) -> Result<T, SegmentError> {
+    inflate_into(&block.bytes, buf)?;
+    let body = read_body(block.hour, buf, wanted)?;
+    if body.n != block.events as usize {
+        return Err(SegmentError::Corrupt("event count"));
+    }
+    rows(&body)
+}
+
+fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
+    let b = read_body(hour, body, ALL_COLUMNS)?;
+    let (cols, keys, prop_values) = (&b.cols, &b.keys, &b.prop_values);
 
     // What decoding would allocate, from the dictionaries alone: a small
     // part that points a million events at one long string must not make
     // the reader allocate gigabytes.
     let mut decoded = 0usize;
     let mut p = 0;
-    for (i, count) in prop_counts.iter().enumerate() {
-        decoded += std::mem::size_of::<Event>() + visitors.len_of(i);
+    for (i, count) in b.prop_counts.iter().enumerate() {
+        decoded += std::mem::size_of::<Event>() + b.visitors.len_of(i);
         decoded += cols.iter().map(|c| c.len_of(i)).sum::<usize>();
         for _ in 0..*count {
             decoded += keys.len_of(p) + prop_values.len_of(p) + 64;
@@ -752,9 +894,9 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
         }
     }
 
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::with_capacity(b.n);
     let mut p = 0;
-    for i in 0..n {
+    for i in 0..b.n {
         let text = |c: usize| cols[c].get(i);
         let required = |c: usize, what: &'static str| {
             cols[c]
@@ -763,7 +905,7 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
                 .ok_or(SegmentError::Corrupt(what))
         };
         let mut props = BTreeMap::new();
-        for _ in 0..prop_counts[i] {
+        for _ in 0..b.prop_counts[i] {
             let k = keys.get(p).ok_or(SegmentError::Corrupt("property key"))?;
             let v = prop_values
                 .get(p)
@@ -771,65 +913,88 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
             props.insert(k.to_owned(), v.to_owned());
             p += 1;
         }
+        let utm = |k: usize| text(col::UTM_SOURCE + k).map(str::to_owned);
+        let place = |k: usize| text(col::COUNTRY + k).map(str::to_owned);
         out.push(Event {
-            kind: kind_of(kinds[i])?,
-            ts: ts[i],
-            vid: visitors.get(i).ok_or(SegmentError::Corrupt("visitor"))?,
-            sid: text(0).unwrap_or_default().to_owned(),
-            host: required(1, "host")?,
-            path: required(2, "path")?,
-            referrer: text(3).map(str::to_owned),
-            source: required(4, "source")?,
-            channel: channel_of(channels[i])?,
-            utm_source: text(5).map(str::to_owned),
-            utm_medium: text(6).map(str::to_owned),
-            utm_campaign: text(7).map(str::to_owned),
-            utm_content: text(8).map(str::to_owned),
-            utm_term: text(9).map(str::to_owned),
-            browser: required(10, "browser")?,
-            os: required(11, "os")?,
-            device: device_of(devices[i])?,
-            country: text(12).map(str::to_owned),
-            region: text(13).map(str::to_owned),
-            city: text(14).map(str::to_owned),
-            screen: text(15).map(str::to_owned),
-            name: text(16).map(str::to_owned),
-            value: values[i],
+            kind: kind_of(b.kinds[i])?,
+            ts: b.ts[i],
+            vid: b.visitors.text(i).ok_or(SegmentError::Corrupt("visitor"))?,
+            sid: text(col::SID).unwrap_or_default().to_owned(),
+            host: required(col::HOST, "host")?,
+            path: required(col::PATH, "path")?,
+            referrer: text(col::REFERRER).map(str::to_owned),
+            source: required(col::SOURCE, "source")?,
+            channel: channel_of(b.channels[i])?,
+            utm_source: utm(0),
+            utm_medium: utm(1),
+            utm_campaign: utm(2),
+            utm_content: utm(3),
+            utm_term: utm(4),
+            browser: required(col::BROWSER, "browser")?,
+            os: required(col::OS, "os")?,
+            device: device_of(b.devices[i])?,
+            country: place(0),
+            region: place(1),
+            city: place(2),
+            screen: place(3),
+            name: text(col::NAME).map(str::to_owned),
+            value: b.values[i],
             props,
-            engaged_ms: match engaged[i] {
+            engaged_ms: match b.engaged[i] {
                 0 => None,
                 v => Some(v - 1),
             },
-            scroll: match scrolls[i] {
+            scroll: match b.scrolls[i] {
                 0 => None,
-                v => Some(u8::try_from(v - 1).map_err(|_| SegmentError::Corrupt("scroll"))?),
+                v => Some(scroll_of(v)?),
             },
-            non_interactive: match non_interactive[i] {
-                0 => false,
-                1 => true,
-                _ => return Err(SegmentError::Corrupt("interactive flag")),
-            },
-            revenue: match (text(17), text(18)) {
-                (Some(a), Some(c)) => Some(crate::event::Revenue {
-                    amount: a.to_owned(),
-                    currency: c.to_owned(),
-                }),
-                (None, None) => None,
-                _ => return Err(SegmentError::Corrupt("revenue")),
-            },
+            non_interactive: flag_of(b.non_interactive[i])?,
+            revenue: revenue_of(cols, i)?.map(|(a, c)| crate::event::Revenue {
+                amount: a.to_owned(),
+                currency: c.to_owned(),
+            }),
         });
     }
     Ok(out)
 }
 
-/// A decoded string column.
-struct Column {
-    values: Vec<String>,
-    ids: Vec<u32>,
+/// A stored deepest scroll (+ 1, not 0) as a percent.
+pub(crate) fn scroll_of(stored: u64) -> Result<u8, SegmentError> {
+    u8::try_from(stored - 1).map_err(|_| SegmentError::Corrupt("scroll"))
 }
 
-impl Column {
-    fn read(r: &mut Reader<'_>, n: usize) -> Result<Self, SegmentError> {
+/// A stored non-interactive flag.
+pub(crate) fn flag_of(stored: u8) -> Result<bool, SegmentError> {
+    match stored {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(SegmentError::Corrupt("interactive flag")),
+    }
+}
+
+/// Event `i`'s revenue: amount and currency, both or neither.
+pub(crate) fn revenue_of<'a>(
+    cols: &[Column<'a>],
+    i: usize,
+) -> Result<Option<(&'a str, &'a str)>, SegmentError> {
+    match (cols[col::AMOUNT].get(i), cols[col::CURRENCY].get(i)) {
+        (Some(a), Some(c)) => Ok(Some((a, c))),
+        (None, None) => Ok(None),
+        _ => Err(SegmentError::Corrupt("revenue")),
+    }
+}
+
+/// A string column as read: its dictionary (borrowed from the body) and
+/// one index per event (0: none, else 1 + the value's position).
+pub(crate) struct Column<'a> {
+    /// The block's distinct values, in order of first use.
+    pub values: Vec<&'a str>,
+    /// Per event.
+    pub ids: Vec<u32>,
+}
+
+impl<'a> Column<'a> {
+    fn read(r: &mut Reader<'a>, n: usize) -> Result<Self, SegmentError> {
         let values = read_strings(r)?;
         let mut ids = Vec::with_capacity(n);
         for _ in 0..n {
@@ -842,56 +1007,91 @@ impl Column {
         Ok(Self { values, ids })
     }
 
+    /// Steps over a column: its values' lengths and `n` indices read, not
+    /// checked or kept.
+    fn skip(r: &mut Reader<'a>, n: usize) -> Result<Self, SegmentError> {
+        let k = r.len()?;
+        for _ in 0..k {
+            let len = r.len()?;
+            r.take(len)?;
+        }
+        r.skip_varints(n)?;
+        Ok(Self {
+            values: Vec::new(),
+            ids: Vec::new(),
+        })
+    }
+
     fn len_of(&self, i: usize) -> usize {
         self.get(i).map_or(0, str::len)
     }
 
-    fn get(&self, i: usize) -> Option<&str> {
+    /// Event `i`'s value.
+    pub(crate) fn get(&self, i: usize) -> Option<&'a str> {
         match *self.ids.get(i)? {
             0 => None,
-            id => self.values.get(id as usize - 1).map(String::as_str),
+            id => self.values.get(id as usize - 1).copied(),
         }
     }
 }
 
-fn read_strings(r: &mut Reader<'_>) -> Result<Vec<String>, SegmentError> {
+fn read_strings<'a>(r: &mut Reader<'a>) -> Result<Vec<&'a str>, SegmentError> {
     let k = r.len()?;
     let mut values = Vec::with_capacity(k.min(r.remaining()));
     for _ in 0..k {
         let len = r.len()?;
         let bytes = r.take(len)?;
         values.push(
-            std::str::from_utf8(bytes)
-                .map_err(|_| SegmentError::Corrupt("text is not UTF-8"))?
-                .to_owned(),
+            std::str::from_utf8(bytes).map_err(|_| SegmentError::Corrupt("text is not UTF-8"))?,
         );
     }
     Ok(values)
 }
 
-/// Visitor ids as decoded.
-struct Visitors {
-    values: Vec<String>,
-    ids: Vec<u32>,
+/// Visitor ids as read: numbers (16 hex digits stored as 8 bytes) or text.
+pub(crate) struct Visitors<'a> {
+    /// The block's distinct visitor ids.
+    pub values: VisitorValues<'a>,
+    /// Per event: 1 + its visitor's position (never 0).
+    pub ids: Vec<u32>,
 }
 
-impl Visitors {
+/// A block's distinct visitor ids.
+pub(crate) enum VisitorValues<'a> {
+    /// Ids of 16 lower-case hex digits, as their numbers.
+    Hex(Vec<u64>),
+    /// Any other ids, as stored.
+    Text(Vec<&'a str>),
+}
+
+impl Visitors<'_> {
     fn len_of(&self, i: usize) -> usize {
-        let id = self.ids.get(i).copied().unwrap_or(0) as usize;
-        id.checked_sub(1)
-            .and_then(|j| self.values.get(j))
-            .map_or(0, String::len)
+        match &self.values {
+            VisitorValues::Hex(_) => 16,
+            VisitorValues::Text(t) => self
+                .position(i)
+                .and_then(|j| t.get(j))
+                .map_or(0, |v| v.len()),
+        }
     }
 
-    fn get(&self, i: usize) -> Option<String> {
+    /// Event `i`'s position in the values.
+    pub(crate) fn position(&self, i: usize) -> Option<usize> {
         let id = *self.ids.get(i)?;
-        (id > 0)
-            .then(|| self.values.get(id as usize - 1).cloned())
-            .flatten()
+        (id as usize).checked_sub(1)
+    }
+
+    /// Event `i`'s visitor id as text.
+    fn text(&self, i: usize) -> Option<String> {
+        let j = self.position(i)?;
+        match &self.values {
+            VisitorValues::Hex(v) => v.get(j).map(|n| format!("{n:016x}")),
+            VisitorValues::Text(t) => t.get(j).map(|v| (*v).to_owned()),
+        }
     }
 }
 
-fn read_visitors(r: &mut Reader<'_>, n: usize) -> Result<Visitors, SegmentError> {
+fn read_visitors<'a>(r: &mut Reader<'a>, n: usize) -> Result<Visitors<'a>, SegmentError> {
     let values = match r.byte()? {
         1 => {
             let k = r.len()?;
@@ -900,17 +1100,21 @@ fn read_visitors(r: &mut Reader<'_>, n: usize) -> Result<Visitors, SegmentError>
                 let b = r.take(8)?;
                 let mut raw = [0u8; 8];
                 raw.copy_from_slice(b);
-                values.push(format!("{:016x}", u64::from_be_bytes(raw)));
+                values.push(u64::from_be_bytes(raw));
             }
-            values
+            VisitorValues::Hex(values)
         }
-        0 => read_strings(r)?,
+        0 => VisitorValues::Text(read_strings(r)?),
         _ => return Err(SegmentError::Corrupt("visitor encoding")),
+    };
+    let count = match &values {
+        VisitorValues::Hex(v) => v.len(),
+        VisitorValues::Text(t) => t.len(),
     };
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
         let id = r.varint()?;
-        if id == 0 || id > values.len() as u64 {
+        if id == 0 || id > count as u64 {
             return Err(SegmentError::Corrupt("visitor index"));
         }
         ids.push(u32::try_from(id).map_err(|_| SegmentError::Corrupt("visitor index"))?);
@@ -983,6 +1187,27 @@ impl<'a> Reader<'a> {
             }
         }
         Err(SegmentError::Corrupt("varint too long"))
+    }
+
+    /// Steps over `n` varints.
+    fn skip_varints(&mut self, mut n: usize) -> Result<(), SegmentError> {
+        let rest = &self.bytes[self.at..];
+        let mut used = 0;
+        // A varint ends at its first byte below 0x80.
+        for &b in rest {
+            if n == 0 {
+                break;
+            }
+            used += 1;
+            if b < 0x80 {
+                n -= 1;
+            }
+        }
+        if n > 0 {
+            return Err(SegmentError::Truncated);
+        }
+        self.at += used;
+        Ok(())
     }
 
     /// A varint used as a length or count: at most what is left to read.

@@ -8,12 +8,22 @@
 //! makes a day's visits computable from a bounded window of raw events
 //! (`[day start - READ_BEFORE_MS, day end + MAX_SPILL_MS)`), so a day folded
 //! alone (rollups) and inside a longer range (raw reads) gives the same visits.
+//!
+//! Within a tab, events are taken in time order, page views before custom
+//! events before engagement beacons at the same millisecond, and events
+//! still tied in the segments' canonical order
+//! ([`crate::segment::canonical_cmp`]): visits do not depend on the order
+//! events were read in (raw partitions, segment blocks, or both). The rules
+//! that decide where a visit ends ([`continues`]) and what it adds up to
+//! ([`Tally`]) are shared with the streaming scan ([`crate::scan`]).
 
 use crate::event::{Event, Kind};
+use crate::segment::canonical_cmp;
 use crate::zone::Zone;
 use crate::{HOUR_MS, MINUTE_MS, Millis};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
+use time::Date;
 
 /// A visit ends after this long without an event.
 pub const SESSION_GAP_MS: Millis = 30 * MINUTE_MS;
@@ -70,7 +80,82 @@ pub fn visitor_number(vid: &str) -> u64 {
     })
 }
 
-fn kind_order(k: Kind) -> u8 {
+/// Whether an event at `ts` continues a visit whose last event was at
+/// `last` and which must end before `limit` (see [`limit`]).
+pub fn continues(last: Millis, ts: Millis, limit: Millis) -> bool {
+    ts - last <= SESSION_GAP_MS && ts < limit
+}
+
+/// The first instant a visit starting on a local day that ends at
+/// `day_end` can no longer reach.
+pub fn limit(day_end: Millis) -> Millis {
+    day_end + MAX_SPILL_MS
+}
+
+/// What a visit's events add up to, fed one event at a time in order.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tally {
+    /// Page views.
+    pub pageviews: u32,
+    /// Custom events.
+    pub custom_events: u32,
+    /// Custom events that end a bounce (not Plausible's `interactive: false`).
+    interactive: u32,
+    /// Engaged ms of the engagement beacons.
+    engaged_ms: u64,
+    /// Engagement beacons.
+    beacons: u32,
+}
+
+impl Tally {
+    /// Counts one event.
+    pub fn add(&mut self, kind: Kind, non_interactive: bool, engaged_ms: u64) {
+        match kind {
+            Kind::PageView => self.pageviews += 1,
+            Kind::Custom => {
+                self.custom_events += 1;
+                self.interactive += u32::from(!non_interactive);
+            }
+            Kind::Engagement => {
+                self.beacons += 1;
+                self.engaged_ms += engaged_ms;
+            }
+        }
+    }
+
+    /// Whether the events make a visit: engagement beacons alone do not.
+    pub fn is_visit(&self) -> bool {
+        self.pageviews > 0 || self.custom_events > 0
+    }
+
+    /// One page view, no interactive custom event, less than
+    /// [`ENGAGED_MS`] engaged.
+    pub fn bounce(&self) -> bool {
+        self.pageviews == 1 && self.interactive == 0 && self.engaged_ms < ENGAGED_MS
+    }
+
+    /// Engaged time when there are beacons, else the time from the first
+    /// event (`start`) to the last (`end`), ms.
+    pub fn duration_ms(&self, start: Millis, end: Millis) -> u64 {
+        if self.beacons > 0 {
+            self.engaged_ms
+        } else {
+            u64::try_from(end - start).unwrap_or(0)
+        }
+    }
+}
+
+/// The order of a tab's events: time, then page views before custom events
+/// before beacons, then the canonical order for exact ties.
+fn tab_order(a: &Event, b: &Event) -> std::cmp::Ordering {
+    a.ts.cmp(&b.ts)
+        .then(kind_order(a.kind).cmp(&kind_order(b.kind)))
+        .then_with(|| canonical_cmp(a, b))
+}
+
+/// Page views, custom events, engagement beacons: the order of kinds at
+/// one instant.
+pub(crate) fn kind_order(k: Kind) -> u8 {
     match k {
         Kind::PageView => 0,
         Kind::Custom => 1,
@@ -79,7 +164,9 @@ fn kind_order(k: Kind) -> u8 {
 }
 
 /// Builds the visits of a site's events, grouped by tab in the order of each
-/// tab's first event, and in time order within a tab. Visits made only of
+/// tab's first event, and in time order within a tab (exact ties in the
+/// canonical order, so the visits do not depend on the input's order).
+/// Visits made only of
 /// engagement beacons (a tab hidden after a long pause) are not visits and
 /// are left out.
 pub fn sessions<'a>(events: &'a [Event], zone: &Zone) -> Vec<Session<'a>> {
@@ -125,17 +212,16 @@ pub fn sessions<'a>(events: &'a [Event], zone: &Zone) -> Vec<Session<'a>> {
     let mut days = DayCache::new(zone);
     for w in starts.windows(2) {
         let group = &mut flat[w[0]..w[1]];
-        let order = |e: &&Event| (e.ts, kind_order(e.kind));
-        if !group.is_sorted_by_key(order) {
-            group.sort_by_key(order);
+        if !group.is_sorted_by(|a, b| tab_order(a, b).is_le()) {
+            group.sort_by(|a, b| tab_order(a, b));
         }
         let mut start = 0;
-        let mut limit = days.end(group[0].ts) + MAX_SPILL_MS;
+        let mut end = limit(days.day(group[0].ts).1);
         for i in 1..group.len() {
-            if group[i].ts - group[i - 1].ts > SESSION_GAP_MS || group[i].ts >= limit {
+            if !continues(group[i - 1].ts, group[i].ts, end) {
                 push(&mut out, &group[start..i]);
                 start = i;
-                limit = days.end(group[i].ts) + MAX_SPILL_MS;
+                end = limit(days.day(group[i].ts).1);
             }
         }
         push(&mut out, &group[start..]);
@@ -143,56 +229,47 @@ pub fn sessions<'a>(events: &'a [Event], zone: &Zone) -> Vec<Session<'a>> {
     out
 }
 
-/// The end of the local day of an instant, remembering the last day asked
+/// The local day of an instant and its end, remembering the last day asked
 /// for (a day's events mostly fall in it).
-struct DayCache<'z> {
+pub(crate) struct DayCache<'z> {
     zone: &'z Zone,
+    date: Date,
     start: Millis,
     end: Millis,
 }
 
 impl<'z> DayCache<'z> {
-    fn new(zone: &'z Zone) -> Self {
+    pub(crate) fn new(zone: &'z Zone) -> Self {
         Self {
             zone,
+            date: Date::MIN,
             start: 0,
             end: 0,
         }
     }
 
-    fn end(&mut self, ts: Millis) -> Millis {
+    /// The local date of `ts` and the first instant after it.
+    pub(crate) fn day(&mut self, ts: Millis) -> (Date, Millis) {
         if !(self.start..self.end).contains(&ts) {
-            let day = self.zone.local_date(ts);
-            self.start = self.zone.day_start(day);
-            self.end = self.zone.day_end(day);
+            self.date = self.zone.local_date(ts);
+            self.start = self.zone.day_start(self.date);
+            self.end = self.zone.day_end(self.date);
         }
-        self.end
+        (self.date, self.end)
     }
 }
 
 fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
-    let (mut pageviews, mut custom, mut engaged, mut beacons) = (0u32, 0u32, 0u64, 0u32);
-    // Custom events that end a bounce (not Plausible's `interactive: false`).
-    let mut interactive = 0u32;
+    let mut tally = Tally::default();
     let (mut entry, mut exit) = (None, None);
     for e in events {
-        match e.kind {
-            Kind::PageView => {
-                pageviews += 1;
-                entry.get_or_insert(e.path.as_str());
-                exit = Some(e.path.as_str());
-            }
-            Kind::Custom => {
-                custom += 1;
-                interactive += u32::from(!e.non_interactive);
-            }
-            Kind::Engagement => {
-                beacons += 1;
-                engaged += e.engaged_ms.unwrap_or(0);
-            }
+        tally.add(e.kind, e.non_interactive, e.engaged_ms.unwrap_or(0));
+        if e.kind == Kind::PageView {
+            entry.get_or_insert(e.path.as_str());
+            exit = Some(e.path.as_str());
         }
     }
-    if pageviews == 0 && custom == 0 {
+    if !tally.is_visit() {
         return;
     }
     let first = events[0];
@@ -203,16 +280,12 @@ fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
         end: last.ts,
         first,
         events: SmallVec::from_slice(events),
-        pageviews,
-        custom_events: custom,
+        pageviews: tally.pageviews,
+        custom_events: tally.custom_events,
         entry,
         exit,
-        bounce: pageviews == 1 && interactive == 0 && engaged < ENGAGED_MS,
-        duration_ms: if beacons > 0 {
-            engaged
-        } else {
-            u64::try_from(last.ts - first.ts).unwrap_or(0)
-        },
+        bounce: tally.bounce(),
+        duration_ms: tally.duration_ms(first.ts, last.ts),
     });
 }
 
