@@ -151,7 +151,21 @@ async fn stores_exact_items_for_several_visitors() {
     assert_eq!(string(first, "rf"), Some("google.com"));
     assert_eq!(string(first, "co"), Some("DE"));
     assert_eq!(string(first, "sc"), Some("1440x900"));
-    assert_eq!(string(first, "sid"), Some("sess1"));
+    // The tab id is stored hashed with the day's salt (docs/PRIVACY.md),
+    // never as sent: 16 hex digits, the same for the tab's events that day.
+    let sid = string(first, "sid").unwrap();
+    assert!(
+        sid != "sess1" && sid.len() == 16 && sid.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{sid}"
+    );
+    assert_eq!(
+        pricing
+            .iter()
+            .filter(|i| string(i, "sid") == Some(sid))
+            .count(),
+        3,
+        "page view, event and engagement of the tab"
+    );
     // Raw events live the default retention, seven days.
     assert_eq!(number(first, "ttl"), Some(t / 1000 + 7 * 86_400));
 

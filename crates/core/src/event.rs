@@ -3,22 +3,69 @@
 //! One item per accepted page view, custom event or engagement beacon. The
 //! item carries everything the read side needs (visitor id, page, source,
 //! device, country, …) already classified, so reads never parse a user agent
-//! and the item never holds an IP address or a raw user agent. Attribute
-//! names are short to keep every item under 1 KB (one write unit).
+//! and the item never holds an IP address or a raw user agent.
+//!
+//! **Every stored item is at most [`MAX_ITEM_BYTES`] (one write unit)**,
+//! whatever either door was sent, keys and TTL included, measured as
+//! DynamoDB does ([`crate::item_size`]). Attribute names are short; every
+//! label is held to a byte limit ([`MAX_PATH_BYTES`] and the constants
+//! beside it) after its invisible characters are removed
+//! ([`crate::text::neutralise`]); properties are held to [`MAX_PROPS`]
+//! pairs of [`MAX_PROPS_BYTES`] together, each value cut (not refused) to
+//! [`MAX_PROP_VALUE_BYTES`]. What is still over ([`fit`]) loses its
+//! largest properties first, then has its longest labels cut, never below
+//! [`MIN_LABEL_BYTES`]. The tab's session id is stored hashed with the
+//! day's salt ([`crate::salt::session_id`]), and a negative revenue is
+//! never stored.
 
 use crate::classify::bot::{detect_bot, is_spam_referrer};
 use crate::classify::geo::country_for_time_zone;
 use crate::classify::referrer::{Channel, Utm, classify_referrer, referrer_host};
 use crate::classify::ua::{DeviceType, classify_user_agent};
-use crate::payload::{Drop, Hit, HitKind, Rejection, clip};
-use crate::salt::{DailySalt, visitor_id};
+pub use crate::item_size::MAX_ITEM_BYTES;
+use crate::payload::{Drop, Hit, HitKind, Rejection};
+use crate::salt::{DailySalt, session_id, visitor_id};
 use crate::site::Site;
+use crate::text::{clip_bytes, neutralise};
 use crate::{Millis, keys};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Longest stored path, characters; longer paths are cut.
+/// Longest stored path, characters (imported pages are cut to it too).
 pub const MAX_PATH_CHARS: usize = 300;
+/// Longest stored path, bytes; longer paths are cut (a path within
+/// [`MAX_PATH_CHARS`] of multi-byte characters is cut here).
+pub const MAX_PATH_BYTES: usize = 300;
+/// Longest stored page host, bytes.
+pub const MAX_HOST_BYTES: usize = 100;
+/// Longest stored referrer (`host/path`), bytes.
+pub const MAX_REFERRER_BYTES: usize = 200;
+/// Longest stored source name, bytes.
+pub const MAX_SOURCE_BYTES: usize = 100;
+/// Longest stored UTM value, bytes (each of the five).
+pub const MAX_UTM_BYTES: usize = 100;
+/// Longest stored custom event name, bytes (both doors accept at most 120
+/// characters).
+pub const MAX_NAME_BYTES: usize = 240;
+/// Longest stored city name, bytes.
+pub const MAX_CITY_BYTES: usize = 64;
+/// Longest stored region code, bytes.
+pub const MAX_REGION_BYTES: usize = 16;
+/// Longest stored browser or operating-system name, bytes.
+pub const MAX_UA_LABEL_BYTES: usize = 32;
+/// Most properties stored per event (the first, in key order, that fit).
+pub const MAX_PROPS: usize = 10;
+/// Longest stored property key, bytes.
+pub const MAX_PROP_KEY_BYTES: usize = 64;
+/// Longest stored property value, bytes: a longer one is cut (Plausible's
+/// door accepts values of up to 2,000 bytes, so it is not refused).
+pub const MAX_PROP_VALUE_BYTES: usize = 200;
+/// Most bytes of property keys and values together per event.
+pub const MAX_PROPS_BYTES: usize = 400;
+/// [`fit`] cuts no label below this many bytes.
+pub const MIN_LABEL_BYTES: usize = 16;
+/// Longest event id the key reserve assumes (both doors' limit).
+pub const MAX_EVENT_ID_BYTES: usize = 64;
 
 /// What an event records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -210,10 +257,12 @@ pub fn check_site(
 }
 
 /// Builds the stored event of an accepted hit recorded at `at`, with the salt
-/// of `at`'s local day in the site's zone.
+/// of `at`'s local day in the site's zone: every label neutralised and held
+/// to its limit, and the whole item, with the keys it will be stored under,
+/// at most [`MAX_ITEM_BYTES`] ([`fit`]).
 pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &DailySalt) -> Event {
     let ua = classify_user_agent(client.user_agent);
-    let utm = Utm::from_query(&hit.url);
+    let utm = clean_utm(Utm::from_query(&hit.url));
     let page_host = hit.url.host_str().unwrap_or_default();
     let source = classify_referrer(hit.referrer.as_ref(), page_host, &utm);
     let external_referrer = hit.referrer.as_ref().filter(|r| {
@@ -223,18 +272,18 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
     let referrer = external_referrer.and_then(|r| {
         let host = referrer_host(r)?;
         let path = r.path();
-        Some(clip(
+        optional_label(
             &format!("{host}{}", if path == "/" { "" } else { path }),
-            200,
-        ))
+            MAX_REFERRER_BYTES,
+        )
     });
     let (country, region, city) = match client.geo {
         Some(geo) => (
             geo.country
                 .filter(|c| is_country(c))
                 .map(str::to_ascii_uppercase),
-            geo.region.map(|r| clip(r, 16)),
-            geo.city.map(|c| clip(c, 64)),
+            geo.region.and_then(|r| optional_label(r, MAX_REGION_BYTES)),
+            geo.city.and_then(|c| optional_label(c, MAX_CITY_BYTES)),
         ),
         None => (
             hit.time_zone
@@ -249,19 +298,23 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
         kind: Kind::PageView,
         ts: at,
         vid: visitor_id(salt, &site.id, client.ip, client.user_agent),
-        sid: hit.session.clone().unwrap_or_default(),
-        host: clip(page_host, 100),
-        path: clip(&page_path(&hit.url), MAX_PATH_CHARS),
+        sid: hit
+            .session
+            .as_deref()
+            .map(|sid| session_id(salt, &site.id, sid))
+            .unwrap_or_default(),
+        host: label(page_host, MAX_HOST_BYTES),
+        path: String::new(),
         referrer,
-        source: clip(&source.name, 100),
+        source: label(&source.name, MAX_SOURCE_BYTES),
         channel: source.channel,
         utm_source: utm.source,
         utm_medium: utm.medium,
         utm_campaign: utm.campaign,
         utm_content: utm.content,
         utm_term: utm.term,
-        browser: ua.browser.to_owned(),
-        os: ua.os.to_owned(),
+        browser: label(ua.browser, MAX_UA_LABEL_BYTES),
+        os: label(ua.os, MAX_UA_LABEL_BYTES),
         device: ua.device,
         country,
         region,
@@ -275,19 +328,22 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
         non_interactive: !hit.interactive,
         revenue: None,
     };
+    let mut path = page_path(&hit.url);
     if hit.hash_route
         && let Some(fragment) = hit.url.fragment().filter(|f| !f.is_empty())
     {
-        event.path = clip(&format!("{}#{fragment}", event.path), MAX_PATH_CHARS);
+        path = format!("{path}#{fragment}");
     }
+    event.path = optional_label(&crate::payload::clip(&path, MAX_PATH_CHARS), MAX_PATH_BYTES)
+        .unwrap_or_else(|| "/".to_owned());
     match &hit.kind {
-        HitKind::PageView => event.props = hit.page_props.clone(),
+        HitKind::PageView => event.props = bounded_props(&hit.page_props),
         HitKind::Custom { name, value, props } => {
             event.kind = Kind::Custom;
-            event.name = Some(name.clone());
+            event.name = Some(label(name, MAX_NAME_BYTES));
             event.value = *value;
-            event.props = props.clone();
-            event.revenue = hit.revenue.clone();
+            event.props = bounded_props(props);
+            event.revenue = hit.revenue.clone().filter(|r| r.value().0 >= 0);
         }
         HitKind::Engagement { active_ms, scroll } => {
             event.kind = Kind::Engagement;
@@ -295,7 +351,157 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
             event.scroll = Some(*scroll);
         }
     }
+    fit(&mut event, key_reserve(site, hit.eid.as_deref()));
     event
+}
+
+/// A stored label: invisible characters removed, cut to `max` bytes.
+fn label(text: &str, max: usize) -> String {
+    clip_bytes(&neutralise(text), max).to_owned()
+}
+
+/// [`label`], `None` when nothing is left.
+fn optional_label(text: &str, max: usize) -> Option<String> {
+    Some(label(text, max)).filter(|l| !l.is_empty())
+}
+
+fn clean_utm(utm: Utm) -> Utm {
+    let clean = |v: Option<String>| v.and_then(|v| optional_label(&v, MAX_UTM_BYTES));
+    Utm {
+        source: clean(utm.source),
+        medium: clean(utm.medium),
+        campaign: clean(utm.campaign),
+        content: clean(utm.content),
+        term: clean(utm.term),
+    }
+}
+
+/// The properties stored: neutralised, blanks dropped, keys and values cut
+/// to their limits, at most [`MAX_PROPS`] in key order while their bytes
+/// fit in [`MAX_PROPS_BYTES`] (the last one's value cut to what is left).
+pub fn bounded_props(props: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut left = MAX_PROPS_BYTES;
+    for (key, value) in props {
+        if out.len() == MAX_PROPS {
+            break;
+        }
+        let key = label(key, MAX_PROP_KEY_BYTES);
+        if key.is_empty() || out.contains_key(&key) || key.len() >= left {
+            continue;
+        }
+        let value = label(value, MAX_PROP_VALUE_BYTES.min(left - key.len()));
+        if value.is_empty() {
+            continue;
+        }
+        left -= key.len() + value.len();
+        out.insert(key, value);
+    }
+    out
+}
+
+/// The bytes an event's key and TTL take in its item, at most, before the
+/// key is made: the site's partition key with the largest shard suffix and
+/// the latest hour, the sort key with the event id (or one of
+/// [`MAX_EVENT_ID_BYTES`] when it is shorter or absent), any TTL.
+pub fn key_reserve(site: &Site, eid: Option<&str>) -> usize {
+    let eid = eid
+        .map_or(0, |e| keys::escape(e).len())
+        .max(MAX_EVENT_ID_BYTES);
+    let key = keys::EventKey {
+        site: site.id.clone(),
+        at: 0,
+        shard: Some(u16::MAX),
+        eid: "x".repeat(eid),
+    };
+    key_bytes(&key, Some(i64::MAX))
+}
+
+/// The bytes of an item's key attributes (`pk`, `sk`) and its `ttl`.
+pub fn key_bytes(key: &keys::EventKey, ttl: Option<i64>) -> usize {
+    use crate::item_size::attribute_bytes;
+    use serde_json::Value;
+    attribute_bytes("pk", &Value::String(key.pk()))
+        + attribute_bytes("sk", &Value::String(key.sk()))
+        + ttl.map_or(0, |t| attribute_bytes("ttl", &Value::from(t)))
+}
+
+impl Event {
+    /// The size of this event's item stored under `key` with `ttl`, as
+    /// DynamoDB measures it ([`crate::item_size`]).
+    pub fn stored_bytes(&self, key: &keys::EventKey, ttl: Option<i64>) -> usize {
+        self.bytes().saturating_add(key_bytes(key, ttl))
+    }
+
+    /// The size of this event's own attributes.
+    fn bytes(&self) -> usize {
+        crate::item_size::stored_bytes(self, &[])
+    }
+
+    /// Every label [`fit`] may cut.
+    fn labels(&mut self) -> Vec<&mut String> {
+        let mut labels = vec![&mut self.host, &mut self.path, &mut self.source];
+        labels.extend(
+            [
+                &mut self.referrer,
+                &mut self.utm_source,
+                &mut self.utm_medium,
+                &mut self.utm_campaign,
+                &mut self.utm_content,
+                &mut self.utm_term,
+                &mut self.name,
+                &mut self.region,
+                &mut self.city,
+            ]
+            .into_iter()
+            .filter_map(Option::as_mut),
+        );
+        labels
+    }
+}
+
+/// Holds an event's item, with `overhead` bytes of keys and TTL beside it,
+/// to [`MAX_ITEM_BYTES`]: while over, the largest property goes (ties: the
+/// last key), then the longest label is cut by the excess (never below
+/// [`MIN_LABEL_BYTES`]); past that (not reachable with keys within
+/// [`key_reserve`]'s assumptions) the optional labels go.
+pub fn fit(event: &mut Event, overhead: usize) {
+    let budget = MAX_ITEM_BYTES.saturating_sub(overhead);
+    let mut size = event.bytes();
+    while size > budget {
+        let Some(largest) = event
+            .props
+            .iter()
+            .max_by_key(|(k, v)| k.len() + v.len())
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        event.props.remove(&largest);
+        size = event.bytes();
+    }
+    while size > budget {
+        let excess = size - budget;
+        let mut labels = event.labels();
+        labels.retain(|l| l.len() > MIN_LABEL_BYTES);
+        let Some(longest) = labels.into_iter().max_by_key(|l| l.len()) else {
+            break;
+        };
+        let keep = longest.len().saturating_sub(excess).max(MIN_LABEL_BYTES);
+        let cut = clip_bytes(longest, keep).len();
+        longest.truncate(cut);
+        size = event.bytes();
+    }
+    if size > budget {
+        event.referrer = None;
+        event.utm_source = None;
+        event.utm_medium = None;
+        event.utm_campaign = None;
+        event.utm_content = None;
+        event.utm_term = None;
+        event.region = None;
+        event.city = None;
+    }
 }
 
 fn is_country(code: &str) -> bool {
@@ -372,7 +578,7 @@ mod tests {
         assert_eq!(e.kind, Kind::PageView);
         assert_eq!(e.path, "/café");
         assert_eq!(e.host, "www.example.com");
-        assert_eq!(e.sid, "abc");
+        assert_eq!(e.sid, crate::salt::session_id(&salt, "blog", "abc"));
         assert_eq!(e.vid, visitor_id(&salt, "blog", "203.0.113.9", CHROME_MAC));
         assert_eq!(e.utm_campaign.as_deref(), Some("nov"));
         assert_eq!(e.channel, Channel::Email);
@@ -439,5 +645,183 @@ mod tests {
             build(&h, &site(), &client(), 1_000, &salt).path,
             "/app#/settings"
         );
+    }
+
+    #[test]
+    fn props_are_held_to_their_count_and_bytes_and_values_cut() {
+        let many: BTreeMap<String, String> = (0..30)
+            .map(|i| (format!("p{i:02}"), format!("{i:02}{}", "v".repeat(1998))))
+            .collect();
+        let kept = bounded_props(&many);
+        assert!(kept.len() <= MAX_PROPS);
+        assert_eq!(kept["p00"].len(), MAX_PROP_VALUE_BYTES, "cut, not refused");
+        let bytes: usize = kept.iter().map(|(k, v)| k.len() + v.len()).sum();
+        assert!(bytes <= MAX_PROPS_BYTES, "{bytes}");
+        let odd = BTreeMap::from([
+            ("\u{200B}".to_owned(), "x".to_owned()),
+            ("k".to_owned(), "\u{202E}".to_owned()),
+            ("k\u{2066}2".to_owned(), "v\u{FEFF}".to_owned()),
+            ("é".repeat(100), "x".to_owned()),
+        ]);
+        assert_eq!(
+            bounded_props(&odd),
+            BTreeMap::from([
+                ("k2".to_owned(), "v".to_owned()),
+                ("é".repeat(32), "x".to_owned())
+            ]),
+            "blanks dropped, invisibles removed, keys cut on a character"
+        );
+    }
+
+    #[test]
+    fn negative_revenue_is_never_stored() {
+        let salt = daily_salt(&Secret::new(b"s".to_vec()), date!(2026 - 11 - 30));
+        let mut h =
+            hit(r#"{"s":"blog","e":"event","u":"https://example.com/","p":{"name":"Buy"}}"#);
+        h.revenue = crate::money::Revenue::parse("-5", "EUR");
+        assert!(h.revenue.is_some());
+        assert_eq!(build(&h, &site(), &client(), 1_000, &salt).revenue, None);
+        h.revenue = crate::money::Revenue::parse("0", "EUR");
+        assert!(
+            build(&h, &site(), &client(), 1_000, &salt)
+                .revenue
+                .is_some()
+        );
+    }
+
+    mod bound {
+        use super::*;
+        use crate::item_size::MAX_ITEM_BYTES;
+        use crate::payload::SiteRef;
+        use crate::text::is_invisible;
+        use proptest::prelude::*;
+
+        /// Any text, weighted to what makes items big or odd: multi-byte
+        /// letters, invisible characters, URL punctuation.
+        fn text(max: usize) -> impl Strategy<Value = String> {
+            let pieces = prop_oneof![
+                "[a-zA-Z0-9]{1,8}",
+                Just("é".to_owned()),
+                Just("日本".to_owned()),
+                Just("😀".to_owned()),
+                Just("\u{202E}".to_owned()),
+                Just("\u{200B}".to_owned()),
+                Just("%E2%80%AE".to_owned()),
+                Just("/".to_owned()),
+                Just("//".to_owned()),
+                Just("%".to_owned()),
+                Just(" ".to_owned()),
+                any::<char>().prop_map(String::from),
+            ];
+            proptest::collection::vec(pieces, 0..max).prop_map(|p| p.concat())
+        }
+
+        fn token() -> impl Strategy<Value = String> {
+            "[A-Za-z0-9_-]{1,64}"
+        }
+
+        prop_compose! {
+            fn any_hit()(
+                host in "[a-z]{1,63}(\\.[a-z]{1,63}){0,3}",
+                path in text(400),
+                utm in proptest::collection::vec(text(120), 5),
+                fragment in proptest::option::of(text(100)),
+                referrer in proptest::option::of(("[a-z]{1,60}(\\.[a-z]{1,60}){0,3}", text(400))),
+                session in proptest::option::of(token()),
+                eid in proptest::option::of(token()),
+                kind in 0u8..3,
+                name in text(150),
+                value in proptest::option::of(-1.0e12f64..1.0e12),
+                props in proptest::collection::btree_map(text(60), text(400), 0..30),
+                revenue in proptest::option::of(("-?[0-9]{1,18}(\\.[0-9]{1,6})?", "EUR|JPY|USD")),
+                screen in proptest::option::of((0u32..=100_000, 0u32..=100_000)),
+                hash_route in any::<bool>(),
+                interactive in any::<bool>(),
+            ) -> Hit {
+                let names = ["utm_source", "utm_medium", "utm_campaign", "utm_content", "utm_term"];
+                let query: Vec<String> = names.iter().zip(&utm).map(|(n, v)| format!("{n}={v}")).collect();
+                let mut url = url::Url::parse(&format!("https://{host}/")).unwrap();
+                url.set_path(&path);
+                url.set_query(Some(&query.join("&")));
+                url.set_fragment(fragment.as_deref());
+                let referrer = referrer.and_then(|(h, p)| {
+                    let mut r = url::Url::parse(&format!("https://{h}/")).ok()?;
+                    r.set_path(&p);
+                    Some(r)
+                });
+                let kind = match kind {
+                    0 => HitKind::PageView,
+                    1 => HitKind::Custom { name, value, props: props.clone() },
+                    _ => HitKind::Engagement { active_ms: u64::MAX, scroll: 100 },
+                };
+                Hit {
+                    site: SiteRef::Id("x".into()),
+                    session,
+                    kind,
+                    url,
+                    referrer,
+                    screen,
+                    time_zone: Some("Europe/Berlin".into()),
+                    eid,
+                    client_ts: None,
+                    interactive,
+                    revenue: revenue.and_then(|(a, c)| crate::money::Revenue::parse(&a, &c)),
+                    hash_route,
+                    page_props: props,
+                }
+            }
+        }
+
+        proptest! {
+            #[test]
+            fn no_hit_builds_an_item_over_one_kilobyte(
+                hit in any_hit(),
+                site_id in "[a-z0-9][a-z0-9._-]{0,63}",
+                shards in 1u16..=crate::shard::MAX_SHARDS,
+                at in 946_684_800_000i64..4_102_444_800_000,
+                region in proptest::option::of(text(40)),
+                city in proptest::option::of(text(100)),
+                country in proptest::option::of("[A-Za-z]{2}"),
+                retention in 0i64..36_500,
+            ) {
+                let mut site = Site::new(&site_id, &["example.com".into()], "UTC", 0).unwrap();
+                site.shards = shards;
+                let client = Client {
+                    ip: "2001:db8::1",
+                    user_agent: "Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/133.0",
+                    origin: None,
+                    geo: Some(Geo {
+                        country: country.as_deref(),
+                        region: region.as_deref(),
+                        city: city.as_deref(),
+                    }),
+                };
+                let salt = daily_salt(&Secret::new(b"p".to_vec()), date!(2026 - 11 - 30));
+                let event = build(&hit, &site, &client, at, &salt);
+                // The longest key the pipeline can make: its own event id
+                // or a server one, by hour or not.
+                let eid = hit.eid.clone().unwrap_or_else(|| format!("srv{}", "0".repeat(24)));
+                let ttl = at / 1000 + retention * 86_400;
+                for by_hour in [false, true] {
+                    let key = event.key(&site, &eid, by_hour);
+                    let size = event.stored_bytes(&key, Some(ttl));
+                    prop_assert!(size <= MAX_ITEM_BYTES, "{size} bytes: {event:?}");
+                }
+                let mut labels = vec![&event.host, &event.path, &event.source, &event.browser, &event.os];
+                labels.extend(
+                    [&event.referrer, &event.utm_source, &event.utm_medium, &event.utm_campaign,
+                     &event.utm_content, &event.utm_term, &event.name, &event.region, &event.city]
+                        .into_iter()
+                        .flatten(),
+                );
+                labels.extend(event.props.iter().flat_map(|(k, v)| [k, v]));
+                for label in labels {
+                    prop_assert!(!label.chars().any(is_invisible), "{label:?}");
+                }
+                prop_assert!(!event.path.is_empty());
+                prop_assert!(event.props.len() <= MAX_PROPS);
+                prop_assert!(event.revenue.as_ref().is_none_or(|r| r.value().0 >= 0));
+            }
+        }
     }
 }

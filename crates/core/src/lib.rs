@@ -25,9 +25,12 @@
 //! - [`compaction`]: which hours and days the job (re)compacts.
 //! - [`rollup`], [`report`]: stored day aggregates and JSON reports.
 //! - [`text`]: the rules for text that becomes a stored label.
+//! - [`item_size`]: an item's size as DynamoDB measures it (one write unit).
+//! - [`cardinality`]: distinct property keys and values per site per hour.
 
 pub mod aggregate;
 pub mod auth;
+pub mod cardinality;
 pub mod classify;
 pub mod compaction;
 pub mod dimension;
@@ -38,6 +41,7 @@ pub mod funnel;
 pub mod goal;
 pub mod hex;
 pub mod import;
+pub mod item_size;
 pub mod keys;
 pub mod limit;
 pub mod metrics;

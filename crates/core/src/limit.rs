@@ -21,17 +21,36 @@ impl MinuteBudget {
     /// Takes one unit for `key` at `now`; `false` when the key has already
     /// used `limit` units this minute (the unit is then not taken).
     pub fn take(&mut self, key: &str, limit: u32, now: Millis) -> bool {
-        let minute = now.div_euclid(MINUTE_MS);
-        if minute != self.minute {
-            self.minute = minute;
-            self.counts.clear();
-        }
-        let count = self.counts.entry(key.to_owned()).or_default();
+        let count = self.count(key, now);
         if *count >= limit {
             return false;
         }
         *count += 1;
         true
+    }
+
+    /// Takes `units` at once for `key` at `now` (an event's stored bytes):
+    /// `false`, and nothing taken, when they would bring the key past
+    /// `limit` this minute.
+    pub fn take_units(&mut self, key: &str, units: u32, limit: u32, now: Millis) -> bool {
+        let count = self.count(key, now);
+        match count.checked_add(units) {
+            Some(total) if total <= limit => {
+                *count = total;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `key`'s count in the minute of `now` (a new minute starts afresh).
+    fn count(&mut self, key: &str, now: Millis) -> &mut u32 {
+        let minute = now.div_euclid(MINUTE_MS);
+        if minute != self.minute {
+            self.minute = minute;
+            self.counts.clear();
+        }
+        self.counts.entry(key.to_owned()).or_default()
     }
 
     /// Units `key` has used this minute.
@@ -58,5 +77,18 @@ mod tests {
         assert_eq!(b.used("a", t + 4), 2);
         assert!(b.take("a", 2, t + MINUTE_MS), "a new minute starts afresh");
         assert_eq!(b.used("a", t + MINUTE_MS), 1);
+    }
+
+    #[test]
+    fn takes_many_units_at_once_up_to_the_limit() {
+        let mut b = MinuteBudget::new();
+        let t = 10 * MINUTE_MS;
+        assert!(b.take_units("a", 600, 1_000, t));
+        assert!(!b.take_units("a", 401, 1_000, t + 1), "past the limit");
+        assert_eq!(b.used("a", t + 2), 600, "nothing taken");
+        assert!(b.take_units("a", 400, 1_000, t + 3), "exactly the limit");
+        assert!(!b.take_units("a", 1, 1_000, t + 4));
+        assert!(b.take_units("a", 1_000, 1_000, t + MINUTE_MS));
+        assert!(!b.take_units("b", u32::MAX, 1_000, t + MINUTE_MS));
     }
 }

@@ -404,9 +404,9 @@ fn kind(
 }
 
 /// A custom event's `revenue: {amount, currency}`, taken out of its
-/// properties. The amount is a JSON number's digits or a decimal string;
-/// an unknown currency or a malformed amount refuses the event (Plausible's
-/// door ignores them instead, as Plausible does).
+/// properties. The amount is a JSON number's digits or a decimal string, not
+/// negative; an unknown currency or a malformed or negative amount refuses
+/// the event (Plausible's door ignores them instead, as Plausible does).
 fn take_revenue(
     e: Option<&str>,
     mut p: Option<Value>,
@@ -434,6 +434,9 @@ fn take_revenue(
         _ => return Err(shape()),
     };
     match crate::money::Revenue::try_parse(&amount, currency) {
+        Ok(revenue) if revenue.value().0 < 0 => {
+            Err(invalid("p.revenue.amount", "must not be negative"))
+        }
         Ok(revenue) => Ok((p, Some(revenue))),
         Err(crate::money::MoneyError::UnknownCurrency) => Err(invalid(
             "p.revenue.currency",
@@ -448,7 +451,7 @@ fn take_revenue(
 
 fn custom(mut map: serde_json::Map<String, Value>, limits: &Limits) -> Result<HitKind, Rejection> {
     let name = match map.remove("name") {
-        Some(Value::String(n)) => n.trim().to_owned(),
+        Some(Value::String(n)) => crate::text::neutralise(n.trim()).trim().to_owned(),
         Some(_) => return Err(invalid("p", "event `name` must be a string")),
         None => String::new(),
     };
@@ -681,6 +684,8 @@ mod tests {
             ),
             (r#"{"amount":5}"#, "p.revenue"),
             (r#"19.99"#, "p.revenue"),
+            (r#"{"amount":-5,"currency":"EUR"}"#, "p.revenue.amount"),
+            (r#"{"amount":"-0.01","currency":"EUR"}"#, "p.revenue.amount"),
         ];
         for (revenue, field) in cases {
             let body = format!(

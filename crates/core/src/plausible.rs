@@ -13,8 +13,8 @@
 //! - `props` is an object or a JSON string of one; scalar values only;
 //!   blanks dropped; the first 30 kept; a key over 300 bytes or a value
 //!   over 2,000 bytes is refused;
-//! - `revenue` is `{currency, amount}`; when invalid it is ignored and the
-//!   event still accepted;
+//! - `revenue` is `{currency, amount}`; when invalid (or negative) it is
+//!   ignored and the event still accepted;
 //! - `interactive: false` does not end a bounce; `h: 1` makes the URL's
 //!   `#fragment` part of the page;
 //! - an engagement carries `sd` (maximum scroll %, clamped to 100) and `e`
@@ -76,7 +76,7 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
     };
 
     let name = match field("name", &["n"]) {
-        Some(Value::String(s)) => s.trim().to_owned(),
+        Some(Value::String(s)) => crate::text::neutralise(s.trim()).trim().to_owned(),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
         Some(_) => return Err(invalid("name", "must be a string")),
         None => String::new(),
@@ -259,7 +259,8 @@ fn props(value: Option<Value>, limits: &Limits) -> Result<BTreeMap<String, Strin
     Ok(out)
 }
 
-/// `{currency, amount}`; anything else is no revenue.
+/// `{currency, amount}` with an amount not below zero; anything else is no
+/// revenue.
 fn revenue(r: &Map<String, Value>) -> Option<Revenue> {
     let currency = r.get("currency")?.as_str()?;
     let amount = match r.get("amount")? {
@@ -267,7 +268,7 @@ fn revenue(r: &Map<String, Value>) -> Option<Revenue> {
         Value::String(s) => s.clone(),
         _ => return None,
     };
-    Revenue::parse(&amount, currency)
+    Revenue::parse(&amount, currency).filter(|r| r.value().0 >= 0)
 }
 
 fn number(v: Option<Value>, field: &'static str) -> Result<Option<f64>, Rejection> {
@@ -405,6 +406,8 @@ mod tests {
             r#"{"amount":5,"currency":"EURO"}"#,
             r#"{"amount":5}"#,
             r#""5 EUR""#,
+            r#"{"amount":-5,"currency":"EUR"}"#,
+            r#"{"amount":"-0.5","currency":"EUR"}"#,
         ] {
             let h = one(&format!(
                 r#"{{"n":"Buy","u":"https://a.com/","d":"a.com","$":{rv}}}"#

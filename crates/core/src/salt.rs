@@ -7,6 +7,12 @@
 //! is a different visitor tomorrow and on another site; neither the IP nor
 //! the user agent can be recovered from the id. Salts and secrets never
 //! appear in `Debug` output.
+//!
+//! The tab's session id (`sid`, made by the tracker and kept for the tab's
+//! life) is stored hashed the same way:
+//! `session_id = hex(HMAC-SHA256(daily_salt, "sid|{site}|{sid}"))[..16]`, so
+//! a tab open across midnight has unrelated stored ids on either side and
+//! cannot link a visitor's two daily ids.
 
 use crate::hex;
 use crate::zone::format_date;
@@ -67,17 +73,27 @@ pub fn daily_salt(secret: &Secret, day: Date) -> DailySalt {
 
 /// The visitor id of a client of a site on the salt's day.
 pub fn visitor_id(salt: &DailySalt, site: &str, ip: &str, user_agent: &str) -> String {
+    keyed_id(salt, &[site, "|", ip, "|", user_agent])
+}
+
+/// `hex(HMAC-SHA256(salt, concat(parts)))[..VISITOR_ID_LEN]`.
+fn keyed_id(salt: &DailySalt, parts: &[&str]) -> String {
     let key = hmac::Key::new(hmac::HMAC_SHA256, &salt.0);
     let mut ctx = hmac::Context::with_key(&key);
-    ctx.update(site.as_bytes());
-    ctx.update(b"|");
-    ctx.update(ip.as_bytes());
-    ctx.update(b"|");
-    ctx.update(user_agent.as_bytes());
+    for part in parts {
+        ctx.update(part.as_bytes());
+    }
     let tag = ctx.sign();
     let mut id = hex::encode(&tag.as_ref()[..VISITOR_ID_LEN / 2]);
     id.truncate(VISITOR_ID_LEN);
     id
+}
+
+/// The stored id of a tab's session id on the salt's day (see the module
+/// docs): the same tab gives the same id all day, an unrelated one the
+/// next day and on another site.
+pub fn session_id(salt: &DailySalt, site: &str, sid: &str) -> String {
+    keyed_id(salt, &["sid|", site, "|", sid])
 }
 
 /// A keyed hash of a client's network (an IPv4 address, or the /64 of an
@@ -147,6 +163,11 @@ mod tests {
             visitor_id(&salt, "shop", "203.0.113.7", ua),
             "b3f442b97c14a0ce"
         );
+        // `hmac.new(salt, b"sid|blog|k3j4h5", sha256)`, and the same with
+        // the next day's salt.
+        assert_eq!(session_id(&salt, "blog", "k3j4h5"), "2fd8b989af35362a");
+        let next = daily_salt(&secret, date!(2026 - 12 - 01));
+        assert_eq!(session_id(&next, "blog", "k3j4h5"), "fdab749336cafc8f");
     }
 
     #[test]

@@ -30,6 +30,11 @@
 //! - the scheduled job, from the busiest compacted hour of the last day
 //!   ([`planned`]): up ahead of a limit, and back down a day after the
 //!   last change when the traffic is a fraction of what the shards carry.
+//!
+//! Neither raises the count past [`AUTO_MAX_SHARDS`]: every shard is one
+//! more Query for each raw hour a report reads, so a flood that throttles
+//! one key must not buy a 64-fold read fan-out. A base count set by hand
+//! may exceed it (up to [`MAX_SHARDS`]); automatic changes then leave it.
 
 use crate::payload::CLIENT_CLOCK_AHEAD_MS;
 use crate::site::Site;
@@ -37,8 +42,38 @@ use crate::{DAY_MS, HOUR_MS, Millis};
 use serde::{Deserialize, Serialize};
 
 /// Most shards a site's hour may have (64 partitions ≈ 64,000 writes a
-/// second; readers query each one per raw hour).
+/// second; readers query each one per raw hour); only a base count set by
+/// hand goes past [`AUTO_MAX_SHARDS`].
 pub const MAX_SHARDS: u16 = 64;
+
+/// Most shards an automatic change sets ([`rise`], [`planned`]): 16
+/// partitions take about 16,000 one-unit writes a second (every stored
+/// event is at most 1 KB), eight times the HTTP API's default burst of
+/// 2,000 requests a second, while a raw hour costs readers at most 16
+/// Queries instead of 64. A busier site sets its base count by hand.
+pub const AUTO_MAX_SHARDS: u16 = 16;
+
+/// Why ingest's [`rise_checked`] leaves the count as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// The throttled key used another count than the current one.
+    OtherCount,
+    /// The count changed less than a cooldown ago.
+    Cooldown,
+    /// The count is at (or past) [`AUTO_MAX_SHARDS`].
+    Ceiling,
+}
+
+impl Held {
+    /// A short reason for logs.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::OtherCount => "other_count",
+            Self::Cooldown => "cooldown",
+            Self::Ceiling => "ceiling",
+        }
+    }
+}
 
 /// How long an ingest instance may write with an outdated count: the
 /// lifetime of its cached site.
@@ -167,44 +202,76 @@ impl Site {
 }
 
 /// Ingest's answer at `now` to a throttled write keyed at `key_at`: the
-/// doubled count from now, unless the key used another count than the
-/// current one (an event keyed in the past: more shards now would not
-/// spread it), the count changed less than `cooldown` ago, or it is at
-/// [`MAX_SHARDS`].
+/// doubled count from now (at most [`AUTO_MAX_SHARDS`]), unless the key
+/// used another count than the current one (an event keyed in the past:
+/// more shards now would not spread it), the count changed less than
+/// `cooldown` ago, or it is at the ceiling.
 pub fn rise(site: &Site, key_at: Millis, now: Millis, cooldown: Millis) -> Option<Reshard> {
+    rise_checked(site, key_at, now, cooldown).ok()
+}
+
+/// [`rise`], saying why the count is held.
+pub fn rise_checked(
+    site: &Site,
+    key_at: Millis,
+    now: Millis,
+    cooldown: Millis,
+) -> Result<Reshard, Held> {
     let current = site.shards_at(now);
-    if site.shards_at(key_at) != current
-        || site
-            .reshards
-            .last()
-            .is_some_and(|r| r.from > now - cooldown)
-    {
-        return None;
+    if site.shards_at(key_at) != current {
+        return Err(Held::OtherCount);
     }
-    (current < MAX_SHARDS).then(|| Reshard {
+    if site
+        .reshards
+        .last()
+        .is_some_and(|r| r.from > now - cooldown)
+    {
+        return Err(Held::Cooldown);
+    }
+    if current >= AUTO_MAX_SHARDS {
+        return Err(Held::Ceiling);
+    }
+    Ok(Reshard {
         from: now,
-        shards: current.saturating_mul(2).min(MAX_SHARDS),
+        shards: current.saturating_mul(2).min(AUTO_MAX_SHARDS),
     })
 }
 
 /// Shards a peak of `per_second` writes needs with each shard at most
-/// [`HEADROOM_PERCENT`] of `limit`: a power of two, 1 to [`MAX_SHARDS`].
+/// [`HEADROOM_PERCENT`] of `limit`: a power of two, 1 to
+/// [`AUTO_MAX_SHARDS`].
 pub fn needed(per_second: u64, limit: u32) -> u16 {
+    u16::try_from(wanted(per_second, limit).min(u64::from(AUTO_MAX_SHARDS)))
+        .unwrap_or(AUTO_MAX_SHARDS)
+}
+
+/// [`needed`] without the ceiling.
+fn wanted(per_second: u64, limit: u32) -> u64 {
     let per_shard = (u64::from(limit) * u64::from(HEADROOM_PERCENT) / 100).max(1);
     let n = per_second.div_ceil(per_shard).max(1);
-    let n = n.checked_next_power_of_two().unwrap_or(u64::MAX);
-    u16::try_from(n.min(u64::from(MAX_SHARDS))).unwrap_or(MAX_SHARDS)
+    n.checked_next_power_of_two().unwrap_or(u64::MAX)
+}
+
+/// Whether the job's plan from a busiest hour of `busiest_hour` events is
+/// held at [`AUTO_MAX_SHARDS`] (the peak would need more), for its log.
+pub fn over_ceiling(busiest_hour: u64, limit: u32) -> bool {
+    wanted(peak_second(busiest_hour), limit) > u64::from(AUTO_MAX_SHARDS)
+}
+
+/// The peak second the job plans for from an hour's event count.
+fn peak_second(busiest_hour: u64) -> u64 {
+    busiest_hour.div_ceil(3600) * u64::from(BURST)
 }
 
 /// The job's plan at `now`, from the busiest hour's event count over the
 /// last day: more shards as soon as that hour's peak (its average second
-/// times [`BURST`]) needs them; fewer (never below the base count) once
+/// times [`BURST`]) needs them, at most [`AUTO_MAX_SHARDS`] (or the base
+/// count when set higher by hand); fewer (never below the base count) once
 /// it needs at most half of them and the last change is [`SETTLE_MS`] old.
 /// `None`: keep the count.
 pub fn planned(site: &Site, now: Millis, busiest_hour: u64, limit: u32) -> Option<Reshard> {
     let current = site.shards_at(now);
-    let peak = busiest_hour.div_ceil(3600) * u64::from(BURST);
-    let want = needed(peak, limit).max(site.shards.clamp(1, MAX_SHARDS));
+    let want = needed(peak_second(busiest_hour), limit).max(site.shards.clamp(1, MAX_SHARDS));
     let settled = site
         .reshards
         .last()
@@ -290,6 +357,39 @@ mod tests {
     }
 
     #[test]
+    fn automatic_rises_stop_at_the_ceiling_and_say_so() {
+        // A flood throttling every key, once per cooldown, for a long time.
+        let mut s = site(1, &[]);
+        let mut now = 100_000;
+        let mut held = None;
+        for _ in 0..20 {
+            now += 11_000;
+            match rise_checked(&s, now, now, 10_000) {
+                Ok(change) => s.reshards.push(change),
+                Err(why) => held = Some(why),
+            }
+        }
+        assert_eq!(s.shards_at(now), AUTO_MAX_SHARDS);
+        assert_eq!(s.reshards.len(), 4, "1 -> 2 -> 4 -> 8 -> 16");
+        assert_eq!(held, Some(Held::Ceiling));
+        assert_eq!(Held::Ceiling.reason(), "ceiling");
+        // The job plans no more than the ceiling either, however busy.
+        assert_eq!(needed(u64::MAX, 1_000), AUTO_MAX_SHARDS);
+        let quiet = site(1, &[]);
+        assert_eq!(
+            planned(&quiet, now, 1_000_000_000, 1_000).map(|r| r.shards),
+            Some(AUTO_MAX_SHARDS)
+        );
+        assert!(over_ceiling(1_000_000_000, 1_000));
+        assert!(!over_ceiling(90_000, 1_000));
+        // A base count set by hand past the ceiling stays; nothing raises it.
+        let big = site(32, &[]);
+        assert_eq!(big.shards_at(now), 32);
+        assert_eq!(rise_checked(&big, now, now, 10_000), Err(Held::Ceiling));
+        assert_eq!(planned(&big, now, 1_000_000_000, 1_000), None);
+    }
+
+    #[test]
     fn needed_shards_keep_each_under_half_the_limit() {
         for (per_second, want) in [
             (0, 1),
@@ -301,7 +401,7 @@ mod tests {
         ] {
             assert_eq!(needed(per_second, 1_000), want, "{per_second}/s");
         }
-        assert_eq!(needed(u64::MAX, 1_000), MAX_SHARDS);
+        assert_eq!(needed(u64::MAX, 1_000), AUTO_MAX_SHARDS);
     }
 
     #[test]
@@ -368,6 +468,28 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn automatic_changes_never_pass_the_ceiling(
+            base in 1u16..=MAX_SHARDS,
+            steps in proptest::collection::vec((any::<bool>(), 0u64..u64::MAX / 4, 1i64..DAY_MS), 0..40),
+        ) {
+            let mut s = site(base, &[]);
+            let mut now = 10 * DAY_MS;
+            for (throttled, busiest, wait) in steps {
+                now += wait;
+                let change = if throttled {
+                    rise(&s, now, now, 10_000)
+                } else {
+                    planned(&s, now, busiest, 1_000)
+                };
+                if let Some(c) = change {
+                    prop_assert!(c.shards <= AUTO_MAX_SHARDS.max(base), "{c:?} base {base}");
+                    s.reshards.push(c);
+                }
+                prop_assert!(s.shards_at(now) <= AUTO_MAX_SHARDS.max(base));
+            }
+        }
+
         #[test]
         fn every_written_shard_is_read(
             base in 1u16..10,

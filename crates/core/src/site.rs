@@ -263,17 +263,36 @@ impl Site {
             .any(|c| c.contains(ip))
     }
 
-    /// Whether events of this page path are excluded.
+    /// Whether events of this page path are excluded. Patterns and paths
+    /// are compared normalised ([`normalize_path`]): `//Admin/` matches
+    /// `/admin/*`, and `/Preview` matches `/preview`.
     pub fn excludes_path(&self, path: &str) -> bool {
+        let path = normalize_path(path);
         self.exclude_paths
             .iter()
-            .any(|p| crate::goal::wildcard_match(p, path))
+            .any(|p| crate::goal::wildcard_match(&normalize_path(p), &path))
     }
 
     /// Whether a page on `host` may send events for this site.
     pub fn allows_host(&self, host: &str) -> bool {
         host_allowed(&self.domains, host)
     }
+}
+
+/// A page path as exclusions compare it: invisible characters removed
+/// ([`crate::text::neutralise`], as the stored path), runs of `/` collapsed
+/// into one, and lower case (a path differing only in case or in doubled
+/// slashes is usually the same page to the server behind it, and an
+/// exclusion that misses it would let the owner's own visits in).
+pub fn normalize_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in crate::text::neutralise(path).chars() {
+        if c == '/' && out.ends_with('/') {
+            continue;
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
 }
 
 /// Normalises a domain as typed by an operator: lower case, no scheme, no
@@ -410,6 +429,16 @@ mod tests {
         assert!(site.excludes_path("/admin/users"));
         assert!(site.excludes_path("/preview"));
         assert!(!site.excludes_path("/previews"));
+        // Case, doubled slashes and invisible characters do not dodge them.
+        for dodge in [
+            "//Admin/users",
+            "/ADMIN//x",
+            "/Pre\u{200B}view",
+            "///preview",
+        ] {
+            assert!(site.excludes_path(dodge), "{dodge}");
+        }
+        assert!(!site.excludes_path("/admins"));
         site.exclude_networks.push("office".into());
         assert!(matches!(site.validate(), Err(SiteError::InvalidNetwork(_))));
         for (given, canonical) in [

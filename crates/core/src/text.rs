@@ -9,6 +9,8 @@
 //!   (U+200E, U+200F, U+061C), and the zero-width characters (U+200B–U+200D,
 //!   U+2060, U+FEFF). A label stored with them could show one text and
 //!   match another in a report or a spreadsheet ([`neutralise`]).
+//! - A label held to a byte limit is cut on a character boundary
+//!   ([`clip_bytes`]).
 
 use std::borrow::Cow;
 
@@ -44,6 +46,19 @@ pub fn neutralise_owned(text: String) -> String {
     }
 }
 
+/// The longest start of `text` of at most `max` bytes that ends on a
+/// character boundary (a label's byte limit never splits a character).
+pub fn clip_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Whether the text holds a control character (refused everywhere).
 pub fn has_controls(text: &str) -> bool {
     text.chars().any(char::is_control)
@@ -69,6 +84,15 @@ mod tests {
             assert_eq!(neutralise_owned(given.to_owned()), expected);
         }
         assert!(matches!(neutralise("plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn byte_clips_end_on_a_character_boundary() {
+        assert_eq!(clip_bytes("abc", 5), "abc");
+        assert_eq!(clip_bytes("abc", 2), "ab");
+        assert_eq!(clip_bytes("aé", 2), "a", "é is two bytes");
+        assert_eq!(clip_bytes("日本", 5), "日");
+        assert_eq!(clip_bytes("日本", 0), "");
     }
 
     #[test]

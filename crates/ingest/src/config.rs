@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use tally_core::cardinality::PropCap;
 use tally_core::limit::MinuteBudget;
 use tally_core::payload::Limits;
 
@@ -13,6 +14,16 @@ pub const DEFAULT_CLIENT_BUDGET: u32 = 1_200;
 /// Events one site may send per minute, per instance: protects the table
 /// from one runaway site (API Gateway's throttle caps the total).
 pub const DEFAULT_SITE_BUDGET: u32 = 60_000;
+/// Stored bytes one client network may add to one site per minute, per
+/// instance: its event budget at half a kilobyte an event (a page view's
+/// item is about 300 bytes; an item is never over 1 KB). What an event
+/// costs the reports and the table (storage, every read of its hour) is
+/// its size, so a network sending the largest items gets about half the
+/// events of one sending ordinary ones.
+pub const DEFAULT_CLIENT_BYTES: u32 = DEFAULT_CLIENT_BUDGET * 512;
+/// Stored bytes one site may add per minute, per instance (its event
+/// budget at half a kilobyte an event).
+pub const DEFAULT_SITE_BYTES: u32 = DEFAULT_SITE_BUDGET * 512;
 
 /// Settings of one ingest instance.
 #[derive(Debug)]
@@ -32,8 +43,16 @@ pub struct Config {
     pub client_budget: Option<u32>,
     /// Per site per minute (`None`: unlimited).
     pub site_budget: Option<u32>,
+    /// Stored bytes per client network and site per minute (`None`:
+    /// unlimited).
+    pub client_bytes: Option<u32>,
+    /// Stored bytes per site per minute (`None`: unlimited).
+    pub site_bytes: Option<u32>,
     /// This instance's budget windows.
     pub budgets: Mutex<MinuteBudget>,
+    /// This instance's distinct property keys and values per site this
+    /// hour ([`tally_core::cardinality`]).
+    pub props: Mutex<PropCap>,
     /// Outcomes since the metrics were last written.
     pub metrics: IngestMetrics,
     /// Whether metric lines are written to stdout (the Lambda: yes; tests
@@ -108,7 +127,10 @@ impl Default for Config {
             counters: Counters::default(),
             client_budget: Some(DEFAULT_CLIENT_BUDGET),
             site_budget: Some(DEFAULT_SITE_BUDGET),
+            client_bytes: Some(DEFAULT_CLIENT_BYTES),
+            site_bytes: Some(DEFAULT_SITE_BYTES),
             budgets: Mutex::new(MinuteBudget::new()),
+            props: Mutex::new(PropCap::new()),
             metrics: IngestMetrics::default(),
             emit_metrics: false,
             reshard_cooldown: DEFAULT_RESHARD_COOLDOWN_MS,
@@ -129,7 +151,8 @@ fn budget(name: &str, default: u32) -> Option<u32> {
 impl Config {
     /// Settings from the environment: `TALLY_BEHIND_CLOUDFRONT=1`,
     /// `TALLY_CLIENT_BUDGET` and `TALLY_SITE_BUDGET` (events per minute, or
-    /// `off`).
+    /// `off`), `TALLY_CLIENT_BYTES` and `TALLY_SITE_BYTES` (stored bytes per
+    /// minute, or `off`).
     pub fn from_env() -> Self {
         Self {
             behind_cloudfront: matches!(
@@ -138,6 +161,8 @@ impl Config {
             ),
             client_budget: budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET),
             site_budget: budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET),
+            client_bytes: budget("TALLY_CLIENT_BYTES", DEFAULT_CLIENT_BYTES),
+            site_bytes: budget("TALLY_SITE_BYTES", DEFAULT_SITE_BYTES),
             emit_metrics: !matches!(std::env::var("TALLY_METRICS").as_deref(), Ok("0" | "off")),
             ..Self::default()
         }
@@ -145,16 +170,47 @@ impl Config {
 
     /// Takes one event from the client network's and the site's budgets.
     pub fn within_budget(&self, site: &str, network: &str, now: tally_core::Millis) -> bool {
+        self.take(
+            (format!("c|{site}|{network}"), self.client_budget),
+            (format!("s|{site}"), self.site_budget),
+            1,
+            now,
+        )
+    }
+
+    /// Takes an event's stored bytes from the client network's and the
+    /// site's byte budgets.
+    pub fn within_bytes(
+        &self,
+        site: &str,
+        network: &str,
+        bytes: usize,
+        now: tally_core::Millis,
+    ) -> bool {
+        self.take(
+            (format!("cb|{site}|{network}"), self.client_bytes),
+            (format!("sb|{site}"), self.site_bytes),
+            u32::try_from(bytes).unwrap_or(u32::MAX),
+            now,
+        )
+    }
+
+    /// Takes `units` from the client's budget, then the site's (each
+    /// `(key, limit)`, no limit: unlimited).
+    fn take(
+        &self,
+        client: (String, Option<u32>),
+        site: (String, Option<u32>),
+        units: u32,
+        now: tally_core::Millis,
+    ) -> bool {
         let Ok(mut budgets) = self.budgets.lock() else {
             return true;
         };
-        let client_ok = self
-            .client_budget
-            .is_none_or(|limit| budgets.take(&format!("c|{site}|{network}"), limit, now));
-        client_ok
-            && self
-                .site_budget
-                .is_none_or(|limit| budgets.take(&format!("s|{site}"), limit, now))
+        let mut take = |(key, limit): (String, Option<u32>)| {
+            limit.is_none_or(|limit| budgets.take_units(&key, units, limit, now))
+        };
+        take(client) && take(site)
     }
 }
 

@@ -13,6 +13,7 @@
 
 use crate::collect::refused;
 use crate::config::Config;
+use crate::http_util::{json, nosniff};
 use crate::pipeline::{self, Verdict};
 use crate::store::IngestStore;
 use lambda_http::http::StatusCode;
@@ -92,14 +93,7 @@ fn rejection_response(verdict: &Verdict) -> Response<Body> {
 
 /// `{"errors": {field: [message]}}`.
 fn errors(status: u16, field: &str, message: &str) -> Response<Body> {
-    let body = serde_json::json!({"errors": {field: [message]}});
-    let mut response = Response::new(Body::Text(body.to_string()));
-    *response.status_mut() =
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    json(status, &serde_json::json!({"errors": {field: [message]}}))
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Body> {
@@ -109,5 +103,5 @@ fn text(status: StatusCode, body: &'static str) -> Response<Body> {
         CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    response
+    nosniff(response)
 }

@@ -1,7 +1,9 @@
 //! Response helpers: JSON bodies, the one JSON error shape, and CORS.
 //!
 //! Ingest is called from every site's pages, so it answers any origin
-//! (`Access-Control-Allow-Origin: *`) and never allows credentials.
+//! (`Access-Control-Allow-Origin: *`) and never allows credentials. Its
+//! JSON and text answers say `X-Content-Type-Options: nosniff`, so no
+//! browser reads them as anything but their declared type.
 
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Response};
@@ -14,6 +16,15 @@ pub fn json(status: u16, value: &serde_json::Value) -> Response<Body> {
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    nosniff(response)
+}
+
+/// Adds `X-Content-Type-Options: nosniff`.
+pub fn nosniff(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }
 

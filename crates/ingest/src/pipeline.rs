@@ -11,11 +11,18 @@
 //!    page's path are not excluded (checked before anything is hashed);
 //! 5. [`time`]: the event time (the client's clock when close to ours);
 //! 6. [`salt`]: the day's shared salt (cached);
-//! 7. [`budget`]: the client network's and the site's minute budgets;
-//! 8. [`build`]: the stored event (every classification done here, once);
-//! 9. [`write`]: one conditional PutItem; when DynamoDB still throttles
-//!    its key after the SDK's retries, the site's shard count rises
-//!    ([`IngestStore::throttled`], [`tally_core::shard`]).
+//! 7. [`budget`]: the client network's and the site's minute budgets of
+//!    events;
+//! 8. [`build`]: the stored event (every classification done here, once;
+//!    every label neutralised and bounded, the item at most 1 KB:
+//!    [`tally_core::event::build`]);
+//! 9. [`bytes`]: the item's size taken from the network's and the site's
+//!    minute budgets of stored bytes;
+//! 10. [`fold`]: property keys and values past the site's distinct ones of
+//!     this hour become `(other)` ([`tally_core::cardinality`]);
+//! 11. [`write`]: one conditional PutItem; when DynamoDB still throttles
+//!     its key after the SDK's retries, the site's shard count rises
+//!     ([`IngestStore::throttled`], [`tally_core::shard`]).
 //!
 //! A warm instance makes exactly one DynamoDB request per accepted event,
 //! whichever door it came through. Counting and logging happen once, in
@@ -95,7 +102,7 @@ pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) ->
     }
 }
 
-/// Steps 3–9 for one parsed hit: the verdict, counted and logged.
+/// Steps 3–11 for one parsed hit: the verdict, counted and logged.
 pub async fn ingest<S: IngestStore>(
     store: &S,
     config: &Config,
@@ -121,10 +128,14 @@ async fn steps<S: IngestStore>(
     excluded(&site, hit, &facts.ip)?;
     let at = time(hit, facts.now);
     let salt = salt(store, &site, at).await;
-    budget(config, &site, &salt, &facts.ip, facts.now)?;
-    let (key, stored) = build(hit, &site, &client, at, &salt);
+    let network = network_id(&salt, &facts.ip);
+    budget(config, &site, &network, facts.now)?;
+    let (key, mut stored) = build(hit, &site, &client, at, &salt);
+    let ttl = event_ttl(at, site.retention_days);
+    bytes(config, &site, &network, &key, &stored, ttl, facts.now)?;
+    fold(config, &site, &key, &mut stored, ttl, facts.now);
     let started = std::time::Instant::now();
-    let verdict = write(store, &key, &stored, event_ttl(at, site.retention_days)).await;
+    let verdict = write(store, &key, &stored, ttl).await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     if let Err(Verdict::Failed(StoreError::KeyThrottled)) = &verdict {
         // The instant now (the SDK spent its retries): a change is in
@@ -199,15 +210,15 @@ pub async fn salt<S: IngestStore>(store: &S, site: &Site, at: Millis) -> DailySa
     store.salt(site.zone().local_date(at)).await
 }
 
-/// Step 7: the client network's and the site's budgets for this minute.
-pub fn budget(
-    config: &Config,
-    site: &Site,
-    salt: &DailySalt,
-    ip: &str,
-    now: Millis,
-) -> Result<(), Verdict> {
-    if config.within_budget(&site.id, &network_id(salt, ip), now) {
+/// Step 7: one event from the client network's (`network`: its salted
+/// hash) and the site's budgets for this minute.
+pub fn budget(config: &Config, site: &Site, network: &str, now: Millis) -> Result<(), Verdict> {
+    within(config.within_budget(&site.id, network, now))
+}
+
+/// A budget's answer as a step's.
+fn within(ok: bool) -> Result<(), Verdict> {
+    if ok {
         Ok(())
     } else {
         Err(Verdict::Rejected(Rejection::RateLimited))
@@ -234,7 +245,45 @@ pub fn build(
     (key, stored)
 }
 
-/// Step 9: one conditional PutItem.
+/// Step 9: the item's stored size, from the client network's and the
+/// site's byte budgets for this minute.
+pub fn bytes(
+    config: &Config,
+    site: &Site,
+    network: &str,
+    key: &EventKey,
+    stored: &Event,
+    ttl: i64,
+    now: Millis,
+) -> Result<(), Verdict> {
+    let bytes = stored.stored_bytes(key, Some(ttl));
+    within(config.within_bytes(&site.id, network, bytes, now))
+}
+
+/// Step 10: property keys and values past the site's distinct ones of
+/// this hour (on this instance) stored as `(other)`; the item, whose
+/// values may have changed length, held to 1 KB again with its real key.
+pub fn fold(
+    config: &Config,
+    site: &Site,
+    key: &EventKey,
+    stored: &mut Event,
+    ttl: i64,
+    now: Millis,
+) {
+    if stored.props.is_empty() {
+        return;
+    }
+    let folded = match config.props.lock() {
+        Ok(mut cap) => cap.fold(&site.id, now, &mut stored.props),
+        Err(_) => 0,
+    };
+    if folded > 0 {
+        event::fit(stored, event::key_bytes(key, Some(ttl)));
+    }
+}
+
+/// Step 11: one conditional PutItem.
 pub async fn write<S: IngestStore>(
     store: &S,
     key: &EventKey,

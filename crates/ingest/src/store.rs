@@ -122,8 +122,21 @@ impl IngestStore for DynamoIngest {
         if !self.may_try(&site.id, now) {
             return;
         }
-        let Some(change) = shard::rise(site, key_at, now, cooldown) else {
-            return;
+        let change = match shard::rise_checked(site, key_at, now, cooldown) {
+            Ok(change) => change,
+            Err(held @ shard::Held::Ceiling) => {
+                // Writes to this site are throttled and the count stays:
+                // the operator may raise the base count by hand.
+                tracing::warn!(
+                    site = %site.id,
+                    shards = site.shards_at(now),
+                    ceiling = shard::AUTO_MAX_SHARDS,
+                    reason = held.reason(),
+                    "write throttled: shard count held at its automatic ceiling"
+                );
+                return;
+            }
+            Err(_) => return,
         };
         match self.store.reshard(site, site.with_reshard(change)).await {
             Ok(Some(written)) => {
