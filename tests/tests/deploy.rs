@@ -201,8 +201,14 @@ async fn every_query_fixture_gets_its_answer_from_the_handler() {
 }
 
 /// A template condition's value for some parameter values (the template's
-/// defaults for the others): `!Equals` of `!Ref`s and strings, `!Not`.
+/// defaults for the others).
 fn condition(t: &Value, name: &str, params: &[(&str, &str)]) -> bool {
+    holds(t, &t["Conditions"][name], params)
+}
+
+/// A condition expression's value (`!Equals` of `!Ref`s and strings,
+/// `!Not`, `!Condition`), for some parameter values.
+fn holds(t: &Value, v: &Value, params: &[(&str, &str)]) -> bool {
     fn text(v: &Value, t: &Value, params: &[(&str, &str)]) -> String {
         match v {
             Value::Tagged(tagged) if tagged.tag == "Ref" => {
@@ -220,18 +226,53 @@ fn condition(t: &Value, name: &str, params: &[(&str, &str)]) -> bool {
             other => other.as_str().unwrap().to_owned(),
         }
     }
-    fn eval(v: &Value, t: &Value, params: &[(&str, &str)]) -> bool {
-        let Value::Tagged(tagged) = v else {
-            panic!("not a condition: {v:?}")
-        };
-        let args = tagged.value.as_sequence().unwrap();
-        match tagged.tag.to_string().trim_start_matches('!') {
-            "Not" => !eval(&args[0], t, params),
-            "Equals" => text(&args[0], t, params) == text(&args[1], t, params),
-            other => panic!("unknown condition function {other}"),
-        }
+    let Value::Tagged(tagged) = v else {
+        panic!("not a condition: {v:?}")
+    };
+    let tag = tagged.tag.to_string();
+    let tag = tag.trim_start_matches('!');
+    if tag == "Condition" {
+        return condition(t, tagged.value.as_str().unwrap(), params);
     }
-    eval(&t["Conditions"][name], t, params)
+    let args = tagged.value.as_sequence().unwrap();
+    match tag {
+        "Not" => !holds(t, &args[0], params),
+        "Equals" => text(&args[0], t, params) == text(&args[1], t, params),
+        other => panic!("unknown condition function {other}"),
+    }
+}
+
+/// A property's value for some parameter values: `!If` branches taken.
+fn pick<'a>(t: &Value, v: &'a Value, params: &[(&str, &str)]) -> &'a Value {
+    match v {
+        Value::Tagged(tagged) if tagged.tag == "If" => {
+            let args = tagged.value.as_sequence().unwrap();
+            let branch = if condition(t, args[0].as_str().unwrap(), params) {
+                &args[1]
+            } else {
+                &args[2]
+            };
+            pick(t, branch, params)
+        }
+        other => other,
+    }
+}
+
+/// Whether CloudFormation takes these parameter values: every rule whose
+/// condition holds has its assertions hold.
+fn rules_hold(t: &Value, params: &[(&str, &str)]) -> bool {
+    t["Rules"]
+        .as_mapping()
+        .into_iter()
+        .flatten()
+        .all(|(_, rule)| {
+            !holds(t, &rule["RuleCondition"], params)
+                || rule["Assertions"]
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .all(|a| holds(t, &a["Assert"], params))
+        })
 }
 
 /// The resources a deployment with these parameters creates: name -> type.
@@ -372,6 +413,77 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
         "IngestReserved",
         &[("IngestReservedConcurrency", "50")]
     ));
+}
+
+#[test]
+fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
+    // Ingest trusts CloudFront-Viewer-Address and the geography headers
+    // behind CloudFront: a caller who reached it another way could send
+    // them. In every variant CloudFormation takes, ingest trusts them only
+    // when the API's execute-api endpoint is off and ingest has no
+    // function URL, and no output names the endpoint that is off.
+    let t = template();
+    let doors = ["HttpApi", "FunctionUrl", "Both"];
+    let mut deployable = Vec::new();
+    for behind in ["true", "false"] {
+        for ingest in doors {
+            for query in doors {
+                let params = [
+                    ("BehindCloudFront", behind),
+                    ("IngestFrontDoor", ingest),
+                    ("QueryFrontDoor", query),
+                ];
+                let taken = rules_hold(&t, &params);
+                assert_eq!(
+                    taken,
+                    behind == "false" || ingest == "HttpApi",
+                    "{params:?}: a function URL cannot be closed to direct callers"
+                );
+                if !taken {
+                    continue;
+                }
+                deployable.push(params);
+                let made = resources(&t, &params);
+                let trusts = pick(
+                    &t,
+                    &t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"]["TALLY_BEHIND_CLOUDFRONT"],
+                    &params,
+                ) == "1";
+                assert_eq!(trusts, behind == "true", "{params:?}");
+                let disabled = pick(
+                    &t,
+                    &t["Resources"]["HttpApi"]["Properties"]["DisableExecuteApiEndpoint"],
+                    &params,
+                ) == &Value::Bool(true);
+                assert_eq!(disabled, trusts, "{params:?}: DisableExecuteApiEndpoint");
+                if trusts {
+                    assert!(!made.contains_key("IngestFunctionUrl"), "{params:?}");
+                    assert!(made.contains_key("IngestRouteCollect"), "{params:?}");
+                }
+                let mut shown = Vec::new();
+                for (name, output) in t["Outputs"].as_mapping().unwrap() {
+                    if let Some(c) = output["Condition"].as_str()
+                        && !condition(&t, c, &params)
+                    {
+                        continue;
+                    }
+                    let name = name.as_str().unwrap();
+                    shown.push(name);
+                    let value = format!("{:?}", pick(&t, &output["Value"], &params));
+                    if disabled {
+                        assert!(
+                            !value.contains("execute-api"),
+                            "{params:?}: {name}: {value}"
+                        );
+                    }
+                }
+                assert_eq!(shown.contains(&"ApiUrl"), !disabled, "{params:?}");
+                assert!(shown.contains(&"ApiId"), "{params:?}");
+            }
+        }
+    }
+    // Every variant but the six that pair CloudFront with an ingest URL.
+    assert_eq!(deployable.len(), 18 - 6);
 }
 
 #[tokio::test]

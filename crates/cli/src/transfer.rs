@@ -12,14 +12,18 @@
 //!   UTC hour at a time, so memory stays bounded by an hour's events
 //!   whatever the range. [`export_daily`] writes the daily figures of
 //!   every report in Tally's daily layout, which [`import`] reads back
-//!   exactly.
+//!   exactly: its values are defused as the events' CSV cells are
+//!   ([`export::safe_cell`]), and the import drops the `'` that adds.
+//! - Files are read as streams within the import's caps (file size, rows,
+//!   row and field length: [`ImportLimits`]), so memory holds a row of a
+//!   file at a time, never the file.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use tally_core::aggregate::{Aggregate, Metrics};
 use tally_core::dimension::Dimension;
-use tally_core::import::{ImportError, Imported, daily_cells, daily_header};
+use tally_core::import::{ImportError, ImportLimits, Imported, daily_cells, daily_header};
 use tally_core::plan;
 use tally_core::range::DateRange;
 use tally_core::rollup::{RollupSource, compile_goals, goals_fingerprint};
@@ -107,11 +111,22 @@ pub enum Replace {
 /// Reads every CSV file of `paths` (files, directories, ZIP archives such
 /// as Plausible's export) into days; `progress` gets the bytes read as
 /// they are read. Nothing is returned unless every file reads cleanly.
+/// Each file is read as a stream within the import's caps
+/// ([`ImportLimits`]' defaults).
 pub fn read_files(
     paths: &[PathBuf],
     progress: &dyn Fn(u64),
 ) -> Result<(BTreeMap<Date, Aggregate>, u64), TransferError> {
-    let mut imported = Imported::default();
+    read_files_with(paths, ImportLimits::default(), progress)
+}
+
+/// [`read_files`] within other caps.
+pub fn read_files_with(
+    paths: &[PathBuf],
+    limits: ImportLimits,
+    progress: &dyn Fn(u64),
+) -> Result<(BTreeMap<Date, Aggregate>, u64), TransferError> {
+    let mut imported = Imported::with_limits(limits);
     let mut rows = 0u64;
     let mut files = 0usize;
     // `table` names the file's table (its own name); `shown` is how errors
@@ -541,7 +556,9 @@ pub async fn export_daily(
             totals.write_record(&row).map_err(csv_err)?;
             for (d, w) in &mut files {
                 for (value, m) in agg.dims.get(d).into_iter().flatten() {
-                    let mut row = vec![date.clone(), value.clone()];
+                    // Defused as every CSV cell from visitors' text is;
+                    // the import drops the `'` it adds.
+                    let mut row = vec![date.clone(), export::safe_cell(value)];
                     row.extend(daily_cells(m));
                     w.write_record(&row).map_err(csv_err)?;
                     report.rows += 1;

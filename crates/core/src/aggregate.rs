@@ -73,22 +73,66 @@ fn is_zero_f(n: &f64) -> bool {
 }
 
 impl Metrics {
-    /// Adds another bucket's counts.
+    /// Adds another bucket's counts. A count that would pass `u64::MAX`
+    /// stays at it (saturates) instead of wrapping: stored buckets come from
+    /// imports too, and a read adds up to ten years of them.
     pub fn add(&mut self, o: &Metrics) {
-        self.visitors += o.visitors;
-        self.visits += o.visits;
-        self.pageviews += o.pageviews;
-        self.entries += o.entries;
-        self.bounces += o.bounces;
-        self.duration_ms += o.duration_ms;
-        self.events += o.events;
+        for (mine, theirs) in self.counts_mut().into_iter().zip(o.counts()) {
+            *mine = mine.saturating_add(theirs);
+        }
         self.value += o.value;
-        self.engaged_ms += o.engaged_ms;
-        self.engaged_views += o.engaged_views;
-        self.scroll_sum += o.scroll_sum;
         for (currency, sum) in &o.revenue {
             self.revenue.entry(currency.clone()).or_default().add(sum);
         }
+    }
+
+    /// The sum of two buckets' counts, or `None` when a count would pass
+    /// `u64::MAX` or the value sum would not be finite (what an import
+    /// checks before it keeps a row).
+    pub fn checked_sum(&self, o: &Metrics) -> Option<Metrics> {
+        let mut out = self.clone();
+        for (mine, theirs) in out.counts_mut().into_iter().zip(o.counts()) {
+            *mine = mine.checked_add(theirs)?;
+        }
+        out.value += o.value;
+        if !out.value.is_finite() {
+            return None;
+        }
+        for (currency, sum) in &o.revenue {
+            out.revenue.entry(currency.clone()).or_default().add(sum);
+        }
+        Some(out)
+    }
+
+    /// Every count, in [`Metrics::counts_mut`]'s order.
+    fn counts(&self) -> [u64; 10] {
+        [
+            self.visitors,
+            self.visits,
+            self.pageviews,
+            self.entries,
+            self.bounces,
+            self.duration_ms,
+            self.events,
+            self.engaged_ms,
+            self.engaged_views,
+            self.scroll_sum,
+        ]
+    }
+
+    fn counts_mut(&mut self) -> [&mut u64; 10] {
+        [
+            &mut self.visitors,
+            &mut self.visits,
+            &mut self.pageviews,
+            &mut self.entries,
+            &mut self.bounces,
+            &mut self.duration_ms,
+            &mut self.events,
+            &mut self.engaged_ms,
+            &mut self.engaged_views,
+            &mut self.scroll_sum,
+        ]
     }
 }
 
@@ -730,6 +774,34 @@ mod tests {
             filter,
             top_n,
         }
+    }
+
+    #[test]
+    fn sums_saturate_and_checked_sums_refuse_an_overflow() {
+        let big = Metrics {
+            visitors: u64::MAX - 1,
+            duration_ms: 5,
+            value: 1.5,
+            ..Metrics::default()
+        };
+        let two = Metrics {
+            visitors: 2,
+            duration_ms: 7,
+            value: 2.0,
+            ..Metrics::default()
+        };
+        let mut sum = big.clone();
+        sum.add(&two);
+        assert_eq!((sum.visitors, sum.duration_ms), (u64::MAX, 12));
+        assert_eq!(sum.value, 3.5);
+        assert_eq!(big.checked_sum(&two), None);
+        let fits = two.checked_sum(&two).unwrap();
+        assert_eq!((fits.visitors, fits.duration_ms, fits.value), (4, 14, 4.0));
+        let huge = Metrics {
+            value: f64::MAX,
+            ..Metrics::default()
+        };
+        assert_eq!(huge.checked_sum(&huge), None, "an infinite value sum");
     }
 
     #[test]

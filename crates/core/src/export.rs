@@ -9,7 +9,12 @@
 //!
 //! CSV cells that a spreadsheet would run as a formula (starting with `=`,
 //! `+`, `-`, `@`, a tab or a carriage return) are prefixed with `'`: page
-//! paths, referrers and properties come from visitors.
+//! paths, referrers, UTM values, event names and properties come from
+//! visitors. A cell that starts with `'` itself gets one more, so the rule
+//! reverses exactly: every text cell Tally writes ([`safe_cell`]) reads
+//! back by dropping one leading `'` ([`cell_text`]), which is how
+//! `tally import csv` reads the daily layout `tally export --format daily`
+//! writes.
 
 use crate::event::{Event, Kind};
 use serde::Serialize;
@@ -150,13 +155,19 @@ pub fn row(e: &Event) -> ExportRow<'_> {
 }
 
 /// A cell safe to open in a spreadsheet: text that would start a formula
-/// gets a leading `'`.
+/// (`=`, `+`, `-`, `@`, a tab, a carriage return) gets a leading `'`, and so
+/// does text that starts with `'` (so [`cell_text`] reverses it exactly).
 pub fn safe_cell(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r', '\'']) {
         format!("'{text}")
     } else {
         text.to_owned()
     }
+}
+
+/// The text a [`safe_cell`] was made from: one leading `'` dropped, if any.
+pub fn cell_text(cell: &str) -> &str {
+    cell.strip_prefix('\'').unwrap_or(cell)
 }
 
 /// The CSV cells of a row, in [`FIELDS`] order (`props` as a JSON object).
@@ -290,8 +301,12 @@ mod tests {
             ("@SUM(A1)", "'@SUM(A1)"),
             ("/blog/=x", "/blog/=x"),
             ("Google", "Google"),
+            ("'quoted", "''quoted"),
+            ("''=x", "'''=x"),
+            ("it's", "it's"),
         ] {
             assert_eq!(safe_cell(given), want);
+            assert_eq!(cell_text(&safe_cell(given)), given, "reverses exactly");
         }
     }
 

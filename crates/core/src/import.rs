@@ -21,14 +21,36 @@
 //!
 //! Pure: a reader in, aggregates out. Every error names the file and the
 //! line (a wrong column count, a bad date, a negative or non-numeric
-//! count, a file cut short mid-row), and nothing is returned for a file
-//! with an error, so the caller can refuse the whole import before writing.
+//! count, a file cut short mid-row, a cap passed), and nothing is returned
+//! for a file with an error, so the caller can refuse the whole import
+//! before writing.
+//!
+//! A file is read as a stream, a row at a time, within [`ImportLimits`]: a
+//! file over [`MAX_FILE_BYTES`], more than [`MAX_ROWS`] rows, a row over
+//! [`MAX_ROW_BYTES`] or a field over [`MAX_FIELD_BYTES`] is refused where
+//! it passes the cap, so memory holds at most one row of the file (a
+//! 300 MB field is refused after its first 64 KiB). Counts and seconds
+//! are at most [`MAX_COUNT`] per cell and per day's sum, values at most
+//! [`MAX_VALUE`], so no sum a read makes of them can overflow.
+//!
+//! Dimension values follow ingest's rules for stored labels
+//! ([`crate::text`]): a control character (NUL included) refuses the file,
+//! bidirectional controls and zero-width characters are removed, and each
+//! value is cut to the length ingest stores for its dimension. In Tally's
+//! daily layout one leading `'` is dropped first: the export defuses
+//! formula-like cells with it ([`crate::export::safe_cell`]), and a value
+//! that starts with `'` itself was written with two, so the round trip is
+//! exact.
 
 use crate::aggregate::{Aggregate, Metrics};
 use crate::dimension::Dimension;
+use crate::export::cell_text;
+use crate::text::{clip_bytes, has_controls, neutralise};
 use crate::zone::parse_date;
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
+use std::rc::Rc;
 use time::Date;
 
 /// Why a file cannot be imported.
@@ -43,9 +65,92 @@ pub struct ImportError {
     pub message: String,
 }
 
-/// The largest count (or number of seconds) a cell may hold: far above
-/// any real day, far below where sums could overflow.
+/// The largest count (or number of seconds) a cell, and a day's sum of
+/// cells, may hold: far above any real day, far below where sums could
+/// overflow (ten years of such days still fit a `u64`, in milliseconds).
 pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// The largest sum of custom event values a cell, and a day, may hold.
+pub const MAX_VALUE: f64 = 1.0e15;
+
+/// The largest file an import reads, bytes (a ZIP entry: unpacked).
+pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
+
+/// The most rows one file may have (ten years of a daily export's
+/// dimension file, at its 300 values a day, is 1.1 million).
+pub const MAX_ROWS: u64 = 2_000_000;
+
+/// The longest row, bytes (the header too).
+pub const MAX_ROW_BYTES: u64 = 64 * 1024;
+
+/// The longest field, bytes (labels are cut far shorter; Plausible's
+/// columns Tally skips may hold a URL).
+pub const MAX_FIELD_BYTES: usize = 8 * 1024;
+
+/// What one file may hold; [`Imported::read`] refuses a file past any of
+/// them, naming the line where it passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportLimits {
+    /// Bytes per file.
+    pub max_file_bytes: u64,
+    /// Rows per file (after the header).
+    pub max_rows: u64,
+    /// Bytes per row.
+    pub max_row_bytes: u64,
+    /// Bytes per field.
+    pub max_field_bytes: usize,
+}
+
+impl Default for ImportLimits {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: MAX_FILE_BYTES,
+            max_rows: MAX_ROWS,
+            max_row_bytes: MAX_ROW_BYTES,
+            max_field_bytes: MAX_FIELD_BYTES,
+        }
+    }
+}
+
+/// A goal's name, characters (`goal::Goal::new` refuses longer ones).
+const GOAL_NAME_CHARS: usize = 120;
+
+/// Cuts an imported value to what ingest stores for its dimension (the
+/// byte limits of [`crate::event`]; a goal's name to its characters).
+fn clip_label(d: Dimension, text: &str) -> &str {
+    use crate::event as e;
+    let max = match d {
+        Dimension::Page | Dimension::EntryPage | Dimension::ExitPage => e::MAX_PATH_BYTES,
+        Dimension::UtmSource
+        | Dimension::UtmMedium
+        | Dimension::UtmCampaign
+        | Dimension::UtmContent
+        | Dimension::UtmTerm => e::MAX_UTM_BYTES,
+        Dimension::Event => e::MAX_NAME_BYTES,
+        Dimension::Referrer => e::MAX_REFERRER_BYTES,
+        Dimension::Region => e::MAX_REGION_BYTES,
+        Dimension::City => e::MAX_CITY_BYTES,
+        Dimension::Source => e::MAX_SOURCE_BYTES,
+        Dimension::Hostname => e::MAX_HOST_BYTES,
+        Dimension::Prop => e::MAX_PROP_VALUE_BYTES,
+        // Ingest derives these itself (a browser or OS name, and shorter
+        // ones: a device, a channel, a screen size, a country code).
+        Dimension::Browser
+        | Dimension::Os
+        | Dimension::Device
+        | Dimension::Channel
+        | Dimension::Screen
+        | Dimension::Country => e::MAX_UA_LABEL_BYTES,
+        Dimension::Goal => {
+            let end = text
+                .char_indices()
+                .nth(GOAL_NAME_CHARS)
+                .map_or(text.len(), |(i, _)| i);
+            return &text[..end];
+        }
+    };
+    clip_bytes(text, max)
+}
 
 /// What one row's columns feed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +206,9 @@ struct Layout {
     required: usize,
     /// Feeds the day's totals.
     totals: bool,
+    /// Tally's daily layout: text cells carry [`crate::export::safe_cell`]'s
+    /// leading `'`.
+    escaped: bool,
 }
 
 const VISIT_METRICS: [(&str, Metric); 5] = [
@@ -117,6 +225,7 @@ fn plausible_layout(table: &str) -> Option<Layout> {
         metrics: VISIT_METRICS.to_vec(),
         required: VISIT_METRICS.len(),
         totals: false,
+        escaped: false,
     };
     Some(match table {
         "visitors" => Layout {
@@ -124,6 +233,7 @@ fn plausible_layout(table: &str) -> Option<Layout> {
             metrics: VISIT_METRICS.to_vec(),
             required: VISIT_METRICS.len(),
             totals: true,
+            escaped: false,
         },
         "sources" => visit(vec![
             DimColumn {
@@ -151,6 +261,7 @@ fn plausible_layout(table: &str) -> Option<Layout> {
             ],
             required: 3,
             totals: false,
+            escaped: false,
         },
         "entry_pages" => Layout {
             dims: vec![dim("entry_page", Dimension::EntryPage)],
@@ -163,6 +274,7 @@ fn plausible_layout(table: &str) -> Option<Layout> {
             ],
             required: 5,
             totals: false,
+            escaped: false,
         },
         "exit_pages" => Layout {
             dims: vec![dim("exit_page", Dimension::ExitPage)],
@@ -175,6 +287,7 @@ fn plausible_layout(table: &str) -> Option<Layout> {
             ],
             required: 5,
             totals: false,
+            escaped: false,
         },
         "locations" => visit(vec![
             dim("country", Dimension::Country),
@@ -195,6 +308,7 @@ fn plausible_layout(table: &str) -> Option<Layout> {
             metrics: vec![("visitors", Metric::Visitors), ("events", Metric::Events)],
             required: 2,
             totals: false,
+            escaped: false,
         },
         _ => return None,
     })
@@ -223,6 +337,7 @@ fn tally_layout(dimension: Option<Dimension>) -> Layout {
         metrics,
         required: 1,
         totals: dimension.is_none(),
+        escaped: true,
     }
 }
 
@@ -267,13 +382,15 @@ pub struct Imported {
     /// Per local day.
     pub days: BTreeMap<Date, Aggregate>,
     /// Days that had a totals row (every day needs one).
-    totals_seen: BTreeMap<Date, ()>,
+    totals_seen: BTreeSet<Date>,
     /// Where each day was first seen without totals: (file, line).
     first_seen: BTreeMap<Date, (String, u64)>,
     /// The tables read so far, by layout, and the file each came from: a
     /// second file of a table (the ZIP and its unpacked folder) would count
     /// twice.
     tables: BTreeMap<String, String>,
+    /// What one file may hold.
+    limits: ImportLimits,
 }
 
 /// Reads a number column: a whole count, or (for seconds and values) a
@@ -319,6 +436,22 @@ fn number(text: &str, metric: Metric) -> Result<Option<u64>, String> {
     }
 }
 
+/// Reads a value column: a finite decimal from 0 to [`MAX_VALUE`].
+fn value(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0.0);
+    }
+    if text.starts_with('-') {
+        return Err(format!("negative value {text:?}"));
+    }
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_VALUE).contains(&v) => Ok(v),
+        Ok(_) => Err(format!("value {text:?} is larger than {MAX_VALUE}")),
+        Err(_) => Err(format!("bad value {text:?}")),
+    }
+}
+
 fn add(m: &mut Metrics, metric: Metric, n: u64, value: f64) {
     match metric {
         Metric::Visitors => m.visitors += n,
@@ -339,7 +472,119 @@ fn add(m: &mut Metrics, metric: Metric, n: u64, value: f64) {
     }
 }
 
+/// Whether a day's sums stay within the import's caps ([`MAX_COUNT`] per
+/// count and second, [`MAX_VALUE`]).
+fn within_caps(m: &Metrics) -> bool {
+    let ms_cap = MAX_COUNT * 1000;
+    [
+        m.visitors,
+        m.visits,
+        m.pageviews,
+        m.entries,
+        m.bounces,
+        m.events,
+        m.engaged_views,
+        m.scroll_sum,
+    ]
+    .iter()
+    .all(|n| *n <= MAX_COUNT)
+        && m.duration_ms <= ms_cap
+        && m.engaged_ms <= ms_cap
+        && m.value <= MAX_VALUE
+}
+
+/// `into + m`, when the sum stays within the caps.
+fn capped_sum(into: &Metrics, m: &Metrics) -> Result<Metrics, String> {
+    into.checked_sum(m).filter(within_caps).ok_or_else(|| {
+        format!("a sum of the day would pass {MAX_COUNT} (or {MAX_VALUE} for values)")
+    })
+}
+
+/// A dimension value as ingest would store it: `None` to skip the row for
+/// this dimension; an error for a control character.
+fn label(cell: &str, d: &DimColumn, escaped: bool) -> Result<Option<String>, String> {
+    let text = if escaped { cell_text(cell) } else { cell };
+    if has_controls(text) {
+        let code = text.chars().find(|c| c.is_control()).map_or(0, u32::from);
+        return Err(format!(
+            "`{}` holds the control character U+{code:04X} (ingest refuses those)",
+            d.column
+        ));
+    }
+    let text = neutralise(text);
+    let text = text.trim();
+    if d.unknown == Some(text) {
+        return Ok(None);
+    }
+    if text.is_empty() {
+        return Ok(d.empty.map(str::to_owned));
+    }
+    let text = if d.lower {
+        text.to_lowercase()
+    } else {
+        text.to_owned()
+    };
+    Ok(Some(clip_label(d.dimension, &text).trim_end().to_owned()))
+}
+
+/// Which cap a file passed while it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cap {
+    File,
+    Row,
+}
+
+/// The file's reader, stopped where the file passes its size cap or a row
+/// its length cap: the CSV reader holds at most one row, never the file,
+/// and the row named is the one that passes.
+struct Guard<R> {
+    inner: R,
+    /// Bytes read so far.
+    read: u64,
+    /// Where the row being read starts (set by the loop before each row).
+    row_start: Rc<Cell<u64>>,
+    /// The cap passed, if any (the CSV reader's error carries no detail).
+    tripped: Rc<Cell<Option<Cap>>>,
+    limits: ImportLimits,
+}
+
+impl<R: Read> Read for Guard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // Never past a cap: the CSV reader asks for more only once it has
+        // parsed every byte read, so the row it is in is the one at the
+        // cap.
+        let file_room = self.limits.max_file_bytes.saturating_sub(self.read);
+        let row_room = self
+            .row_start
+            .get()
+            .saturating_add(self.limits.max_row_bytes)
+            .saturating_sub(self.read);
+        let room = file_room.min(row_room);
+        if room == 0 {
+            // At a cap: past it only if there is more.
+            if self.inner.read(&mut [0u8])? == 0 {
+                return Ok(0);
+            }
+            self.tripped
+                .set(Some(if file_room == 0 { Cap::File } else { Cap::Row }));
+            return Err(std::io::Error::other("an import cap was passed"));
+        }
+        let len = usize::try_from(room).map_or(buf.len(), |room| room.min(buf.len()));
+        let n = self.inner.read(&mut buf[..len])?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
 impl Imported {
+    /// Reads files within other caps than the default ones.
+    pub fn with_limits(limits: ImportLimits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
     /// Reads one file; its name tells Plausible's tables apart, the header
     /// Tally's. Returns the rows read; on an error nothing of the file is
     /// kept.
@@ -349,17 +594,84 @@ impl Imported {
             line,
             message,
         };
+        let limits = self.limits;
+        let row_start = Rc::new(Cell::new(0u64));
+        let tripped = Rc::new(Cell::new(None));
+        let guard = Guard {
+            inner: reader,
+            read: 0,
+            row_start: Rc::clone(&row_start),
+            tripped: Rc::clone(&tripped),
+            limits,
+        };
+        let row_too_long = |line: u64| {
+            err(
+                line,
+                format!(
+                    "a row longer than {} bytes (a field or a row over the import's cap)",
+                    limits.max_row_bytes
+                ),
+            )
+        };
+        // A CSV error: a cap the guard saw, else the reader's own (a wrong
+        // column count, invalid UTF-8), at the line of the row it is in.
+        let csv_error = |e: csv::Error, line: u64| match tripped.get() {
+            Some(Cap::File) => err(
+                line,
+                format!(
+                    "the file is larger than {} bytes (the import's cap per file)",
+                    limits.max_file_bytes
+                ),
+            ),
+            Some(Cap::Row) => row_too_long(line),
+            None => {
+                let line = e.position().map_or(line, csv::Position::line);
+                let message = match e.kind() {
+                    csv::ErrorKind::UnequalLengths {
+                        expected_len, len, ..
+                    } => format!("{len} columns where the header has {expected_len}"),
+                    _ => e.to_string(),
+                };
+                err(line, message)
+            }
+        };
         let mut csv = csv::ReaderBuilder::new()
             .has_headers(true)
             .flexible(false)
             .trim(csv::Trim::All)
-            .from_reader(reader);
+            .from_reader(guard);
         let header: Vec<String> = csv
             .headers()
-            .map_err(|e| err(1, format!("unreadable header: {e}")))?
+            .map_err(|e| csv_error(e, 1))?
             .iter()
             .map(|h| h.trim().trim_start_matches('\u{feff}').to_ascii_lowercase())
             .collect();
+        // Within the caps: the row's bytes, each field's.
+        let check_row = |line: u64,
+                         bytes: u64,
+                         fields: &mut dyn Iterator<Item = (usize, usize)>| {
+            if bytes > limits.max_row_bytes {
+                return Err(row_too_long(line));
+            }
+            for (i, len) in fields {
+                if len > limits.max_field_bytes {
+                    let column = header.get(i).map_or("?", String::as_str);
+                    return Err(err(
+                        line,
+                        format!(
+                            "`{column}` holds {len} bytes, over the import's cap of {} per field",
+                            limits.max_field_bytes
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        check_row(
+            1,
+            csv.position().byte(),
+            &mut header.iter().map(String::len).enumerate(),
+        )?;
         let table = match plausible_table(file) {
             Some(t) => format!("plausible {t}"),
             None => format!("daily {}", header.get(1).map_or("", String::as_str)),
@@ -420,20 +732,35 @@ impl Imported {
             }
         }
 
-        let mut staged = self.clone();
+        // The file's own days, added to the others' once it reads cleanly.
+        let mut staged = Imported::default();
         let mut rows = 0u64;
-        for record in csv.records() {
-            let record = record.map_err(|e| {
-                let line = e.position().map_or(0, csv::Position::line);
-                let message = match e.kind() {
-                    csv::ErrorKind::UnequalLengths {
-                        expected_len, len, ..
-                    } => format!("{len} columns where the header has {expected_len}"),
-                    _ => e.to_string(),
-                };
-                err(line, message)
-            })?;
-            let line = record.position().map_or(0, csv::Position::line);
+        let mut record = csv::StringRecord::new();
+        loop {
+            let start = csv.position().clone();
+            row_start.set(start.byte());
+            if !csv
+                .read_record(&mut record)
+                .map_err(|e| csv_error(e, start.line()))?
+            {
+                break;
+            }
+            let line = start.line();
+            check_row(
+                line,
+                csv.position().byte() - start.byte(),
+                &mut record.iter().map(str::len).enumerate(),
+            )?;
+            rows += 1;
+            if rows > limits.max_rows {
+                return Err(err(
+                    line,
+                    format!(
+                        "more than {} rows (the import's cap per file)",
+                        limits.max_rows
+                    ),
+                ));
+            }
             let date_text = record.get(0).unwrap_or_default();
             let day = parse_date(date_text).ok_or_else(|| {
                 err(
@@ -444,64 +771,83 @@ impl Imported {
             let mut m = Metrics::default();
             for (at, metric) in &metrics {
                 let cell = record.get(*at).unwrap_or_default();
-                let value = if *metric == Metric::Value {
-                    let v: f64 = if cell.is_empty() {
-                        0.0
-                    } else {
-                        cell.parse()
-                            .ok()
-                            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-                            .ok_or_else(|| err(line, format!("bad value {cell:?}")))?
-                    };
+                if *metric == Metric::Value {
+                    let v = value(cell).map_err(|message| err(line, message))?;
                     add(&mut m, *metric, 0, v);
-                    continue;
-                } else {
+                } else if let Some(n) =
                     number(cell, *metric).map_err(|message| err(line, message))?
-                };
-                if let Some(n) = value {
+                {
                     add(&mut m, *metric, n, 0.0);
                 }
             }
+            let mut values = Vec::with_capacity(dims.len());
+            for (at, d) in &dims {
+                let cell = record.get(*at).unwrap_or_default();
+                if let Some(v) =
+                    label(cell, d, layout.escaped).map_err(|message| err(line, message))?
+                {
+                    values.push((d.dimension, v));
+                }
+            }
             let agg = staged.days.entry(day).or_default();
+            let sum = |into: &mut Metrics| -> Result<(), ImportError> {
+                *into = capped_sum(into, &m).map_err(|message| err(line, message))?;
+                Ok(())
+            };
             if layout.totals {
-                agg.totals.add(&m);
-                staged.totals_seen.insert(day, ());
+                sum(&mut agg.totals)?;
+                staged.totals_seen.insert(day);
             } else {
                 staged
                     .first_seen
                     .entry(day)
                     .or_insert_with(|| (file.to_owned(), line));
             }
-            for (at, d) in &dims {
-                let raw = record.get(*at).unwrap_or_default().trim();
-                if d.unknown == Some(raw) {
-                    continue;
-                }
-                let value = match (raw.is_empty(), d.empty) {
-                    (true, Some(empty)) => empty.to_owned(),
-                    (true, None) => continue,
-                    (false, _) if d.lower => raw.to_lowercase(),
-                    (false, _) => raw.to_owned(),
-                };
-                agg.dims
-                    .entry(d.dimension)
-                    .or_default()
-                    .entry(value)
-                    .or_default()
-                    .add(&m);
+            for (dimension, v) in values {
+                sum(agg.dims.entry(dimension).or_default().entry(v).or_default())?;
             }
-            rows += 1;
         }
-        staged.tables.insert(table, file.to_owned());
-        *self = staged;
+        self.merge(staged).map_err(|(day, message)| {
+            err(0, format!("{}: {message}", crate::zone::format_date(day)))
+        })?;
+        self.tables.insert(table, file.to_owned());
         Ok(rows)
+    }
+
+    /// Adds one file's days to the others', or nothing when a sum would
+    /// pass the caps (the day and why).
+    fn merge(&mut self, file: Imported) -> Result<(), (Date, String)> {
+        for (day, agg) in &file.days {
+            let Some(mine) = self.days.get(day) else {
+                continue;
+            };
+            capped_sum(&mine.totals, &agg.totals).map_err(|m| (*day, m))?;
+            for (d, rows) in &agg.dims {
+                let Some(my_rows) = mine.dims.get(d) else {
+                    continue;
+                };
+                for (key, m) in rows {
+                    if let Some(my) = my_rows.get(key) {
+                        capped_sum(my, m).map_err(|m| (*day, m))?;
+                    }
+                }
+            }
+        }
+        for (day, agg) in file.days {
+            self.days.entry(day).or_default().merge(&agg);
+        }
+        self.totals_seen.extend(file.totals_seen);
+        for (day, at) in file.first_seen {
+            self.first_seen.entry(day).or_insert(at);
+        }
+        Ok(())
     }
 
     /// The days read, once every day has its totals (a day seen only in
     /// dimension files is an error naming where it was seen).
     pub fn finish(self) -> Result<BTreeMap<Date, Aggregate>, ImportError> {
         for (day, (file, line)) in &self.first_seen {
-            if !self.totals_seen.contains_key(day) {
+            if !self.totals_seen.contains(day) {
                 return Err(ImportError {
                     file: file.clone(),
                     line: *line,
@@ -749,5 +1095,151 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_file_past_a_cap_is_refused_where_it_passes_it() {
+        let small = ImportLimits {
+            max_file_bytes: 200,
+            max_rows: 3,
+            max_row_bytes: 40,
+            max_field_bytes: 12,
+        };
+        let totals = "date,visitors\n";
+        let roomy = ImportLimits {
+            max_file_bytes: 10_000,
+            max_rows: 100,
+            ..small
+        };
+        let cases = [
+            (
+                small,
+                format!("{totals}{}", "2026-11-20,1\n".repeat(4)),
+                5,
+                "more than 3 rows",
+            ),
+            (
+                small,
+                format!("{totals}2026-11-20,1\n2026-11-20,{}\n", "1".repeat(30)),
+                3,
+                "a row longer than 40",
+            ),
+            (
+                small,
+                format!("{totals}2026-11-20,1\n2026-11-20,{}\n", "1".repeat(13)),
+                3,
+                "`visitors` holds 13 bytes",
+            ),
+            (
+                roomy,
+                format!("{totals}2026-11-20,{}\n", "1".repeat(100_000)),
+                2,
+                "a row longer than 40",
+            ),
+            // 15-byte rows after a 14-byte header: byte 200 is in the 13th.
+            (
+                ImportLimits {
+                    max_file_bytes: 200,
+                    ..roomy
+                },
+                format!("{totals}{}", " 2026-11-20 ,1\n".repeat(16)),
+                14,
+                "larger than 200",
+            ),
+        ];
+        for (limits, text, line, message) in cases {
+            let mut imported = Imported::with_limits(limits);
+            let e = imported.read("totals.csv", text.as_bytes()).unwrap_err();
+            assert_eq!(e.line, line, "{e}");
+            assert!(e.message.contains(message), "{e}");
+            assert_eq!(imported, Imported::with_limits(limits), "nothing kept");
+        }
+        // At the caps exactly: read.
+        let exact = format!("{totals}{}", " 2026-11-20 ,1\n".repeat(3));
+        let limits = ImportLimits {
+            max_file_bytes: exact.len() as u64,
+            max_row_bytes: 15,
+            ..small
+        };
+        let mut imported = Imported::with_limits(limits);
+        assert_eq!(imported.read("totals.csv", exact.as_bytes()), Ok(3));
+    }
+
+    #[test]
+    fn values_follow_ingests_rules_and_lose_the_exports_quote() {
+        let days = read(&[
+            (
+                "totals.csv",
+                "date,visitors,visits,pageviews,bounces,visit_duration\n2026-11-20,1,1,1,0,1\n",
+            ),
+            (
+                "utm_source.csv",
+                "date,utm_source,visitors\n2026-11-20,'=cmd,1\n2026-11-20,''quoted,2\n\
+                 2026-11-20,plain,3\n2026-11-20,\u{200B}a\u{202E}b,4\n",
+            ),
+            (
+                "imported_custom_events_20261120_20261120.csv",
+                "date,name,visitors,events\n2026-11-20,'kept,1,1\n",
+            ),
+        ])
+        .unwrap();
+        let day = &days[&date!(2026 - 11 - 20)];
+        let utm: Vec<(&str, u64)> = day.dims[&Dimension::UtmSource]
+            .iter()
+            .map(|(k, m)| (k.as_str(), m.visitors))
+            .collect();
+        assert_eq!(utm, [("'quoted", 2), ("=cmd", 1), ("ab", 4), ("plain", 3)]);
+        // Plausible's files carry no quote of Tally's: kept as written.
+        assert!(day.dims[&Dimension::Event].contains_key("'kept"));
+
+        let page = |cell: &str| {
+            let mut imported = Imported::default();
+            imported
+                .read(
+                    "page.csv",
+                    format!("date,page,visitors\n2026-11-20,{cell},1\n").as_bytes(),
+                )
+                .map(|_| imported.days[&date!(2026 - 11 - 20)].dims[&Dimension::Page].clone())
+        };
+        for bad in ["/a\u{0}b", "/a\u{1}b", "/a\u{7f}b", "/a\u{85}b"] {
+            let e = page(bad).unwrap_err();
+            assert!(e.message.contains("control character"), "{bad:?}: {e}");
+        }
+        let long = format!("/{}", "é".repeat(400));
+        let cut = page(&long).unwrap();
+        let key = cut.keys().next().unwrap();
+        assert!(key.len() <= crate::event::MAX_PATH_BYTES && long.starts_with(key.as_str()));
+    }
+
+    #[test]
+    fn sums_past_the_caps_are_refused_in_a_file_and_across_files() {
+        let head = "date,visitors,visits,pageviews,bounces,visit_duration\n";
+        let row = format!("2026-11-20,{MAX_COUNT},1,1,0,1\n");
+        let mut imported = Imported::default();
+        let e = imported
+            .read("totals.csv", format!("{head}{row}{row}").as_bytes())
+            .unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("would pass"), "{e}");
+        // Two tables that each fit, and both feed the day's totals.
+        imported
+            .read("totals.csv", format!("{head}{row}").as_bytes())
+            .unwrap();
+        let kept = imported.clone();
+        let e = imported
+            .read(
+                "imported_visitors_20261120_20261120.csv",
+                format!("{head}{row}").as_bytes(),
+            )
+            .unwrap_err();
+        assert!(e.message.contains("2026-11-20: a sum"), "{e}");
+        assert_eq!(imported, kept, "nothing of the second file kept");
+        let e = Imported::default()
+            .read(
+                "event.csv",
+                "date,event,visitors,value\n2026-11-20,a,1,-0.5\n".as_bytes(),
+            )
+            .unwrap_err();
+        assert!(e.message.contains("negative value"), "{e}");
     }
 }
