@@ -14,10 +14,18 @@
 //! (`props:plan==pro`) applies to page views and custom events: visits
 //! with at least one that passes, counting only those that pass (a page
 //! view or event without the property has the value `(none)`).
+//!
+//! A filter's cost is bounded by its input: at most [`MAX_FILTERS`]
+//! filters, [`MAX_FILTER_VALUES`] alternatives each, values of at most
+//! [`MAX_FILTER_VALUE_BYTES`]; its values are compiled once, when it is
+//! parsed, into one hash set and one regex set of at most
+//! [`MAX_MATCHER_BYTES`] ([`Predicate::new`]), so each value read is
+//! matched in time linear in its length. Past a cap the filter is refused
+//! with [`FilterError::TooComplex`], naming it.
 
 use crate::dimension::{Dimension, Level};
 use crate::event::{Event, Kind};
-use crate::goal::{Matcher, wildcard_match};
+use crate::goal::Matcher;
 use crate::session::Session;
 
 /// The value standing for "no value".
@@ -42,46 +50,111 @@ pub enum Op {
     NotMatches,
 }
 
-/// Compiled regular expressions of a `matches` filter (compared by their
-/// source text).
+/// Most alternatives (values) in one filter, after `or` branches merge.
+pub const MAX_FILTER_VALUES: usize = 100;
+/// Longest filter value (or regular expression), in bytes: no stored value
+/// is longer (a page URL is at most 2,048 bytes).
+pub const MAX_FILTER_VALUE_BYTES: usize = 2048;
+/// Most memory one filter's compiled patterns may take (the regex
+/// program), in bytes.
+pub const MAX_MATCHER_BYTES: usize = 1 << 20;
+/// Most memory one filter's lazy DFA cache may take (per thread that uses
+/// it), in bytes.
+pub const MATCHER_CACHE_BYTES: usize = 1 << 20;
+
+/// A filter's values, compiled once when the filter is parsed: one hash
+/// set for whole values and one size-limited [`regex::RegexSet`] for the
+/// rest (wildcards, contained strings, regular expressions), so a value is
+/// matched in time linear in its length whatever the filter holds.
 #[derive(Debug, Clone, Default)]
-pub struct Patterns(pub Vec<regex::Regex>);
-
-impl PartialEq for Patterns {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len()
-            && self
-                .0
-                .iter()
-                .zip(&other.0)
-                .all(|(a, b)| a.as_str() == b.as_str())
-    }
+struct Compiled {
+    /// `(none)` is among the values: a missing value passes (every
+    /// operator but the regular expressions').
+    none: bool,
+    /// Values compared whole (`is`, `is not` without a wildcard).
+    exact: rustc_hash::FxHashSet<String>,
+    /// Every other value: wildcards anchored, contained strings as
+    /// literals, regular expressions as given.
+    set: Option<regex::RegexSet>,
+    /// Lower-case a value before matching (values are stored lower-cased).
+    fold: bool,
 }
 
-impl Eq for Patterns {}
-
-impl Patterns {
-    /// Compiles `values` (at most 1,000 characters each).
-    pub fn compile(values: &[String], case_sensitive: bool) -> Result<Self, String> {
-        values
-            .iter()
-            .map(|v| {
-                if v.len() > 1000 {
-                    return Err(format!("regular expression too long: {v:?}"));
+impl Compiled {
+    fn new(op: Op, values: &[String], case_sensitive: bool) -> Result<Self, FilterError> {
+        if values.len() > MAX_FILTER_VALUES {
+            return Err(FilterError::TooComplex(format!(
+                "at most {MAX_FILTER_VALUES} alternatives in one filter, not {}",
+                values.len()
+            )));
+        }
+        if let Some(long) = values.iter().find(|v| v.len() > MAX_FILTER_VALUE_BYTES) {
+            return Err(FilterError::TooComplex(format!(
+                "a filter value may be at most {MAX_FILTER_VALUE_BYTES} bytes, not {}",
+                long.len()
+            )));
+        }
+        let regex = matches!(op, Op::Matches | Op::NotMatches);
+        let fold = !case_sensitive && !regex;
+        let norm = |v: &str| if fold { v.to_lowercase() } else { v.to_owned() };
+        let mut exact = rustc_hash::FxHashSet::default();
+        let mut patterns = Vec::new();
+        for v in values {
+            match op {
+                Op::Matches | Op::NotMatches => patterns.push(v.clone()),
+                Op::Is | Op::IsNot if !v.contains('*') => {
+                    exact.insert(norm(v));
                 }
-                regex::RegexBuilder::new(v)
-                    .case_insensitive(!case_sensitive)
-                    .size_limit(1 << 20)
-                    .build()
-                    .map_err(|e| format!("invalid regular expression {v:?}: {e}"))
-            })
-            .collect::<Result<_, _>>()
-            .map(Self)
+                Op::Is | Op::IsNot => patterns.push(wildcard_pattern(&norm(v))),
+                Op::Contains | Op::NotContains => patterns.push(regex::escape(&norm(v))),
+            }
+        }
+        let set = if patterns.is_empty() {
+            None
+        } else {
+            let built = regex::RegexSetBuilder::new(&patterns)
+                .case_insensitive(regex && !case_sensitive)
+                .size_limit(MAX_MATCHER_BYTES)
+                .dfa_size_limit(MATCHER_CACHE_BYTES)
+                .build();
+            Some(built.map_err(|e| match e {
+                regex::Error::CompiledTooBig(limit) => FilterError::TooComplex(format!(
+                    "its patterns compile to more than {limit} bytes"
+                )),
+                other => FilterError::InvalidPattern(other.to_string()),
+            })?)
+        };
+        Ok(Self {
+            none: !regex && values.iter().any(|v| v == NONE_VALUE),
+            exact,
+            set,
+            fold,
+        })
+    }
+
+    /// Whether a present value matches one of the alternatives.
+    fn hit(&self, value: &str) -> bool {
+        let folded;
+        let value = if self.fold {
+            folded = value.to_lowercase();
+            folded.as_str()
+        } else {
+            value
+        };
+        self.exact.contains(value) || self.set.as_ref().is_some_and(|s| s.is_match(value))
     }
 }
 
-/// One filter.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A wildcard value (`*` matches any run of characters) as an anchored
+/// regular expression: every other character stands for itself.
+fn wildcard_pattern(value: &str) -> String {
+    let parts: Vec<String> = value.split('*').map(regex::escape).collect();
+    format!("(?s)^(?:{})$", parts.join(".*"))
+}
+
+/// One filter: a dimension, an operator and its alternatives, compiled
+/// once ([`Predicate::new`]).
+#[derive(Debug, Clone)]
 pub struct Predicate {
     /// The dimension filtered.
     pub dimension: Dimension,
@@ -94,9 +167,23 @@ pub struct Predicate {
     /// Whether `is`/`is not` compare case (contains never does in Tally's
     /// own grammar; the Stats API v2 says per filter).
     pub case_sensitive: bool,
-    /// The compiled expressions of [`Op::Matches`] and [`Op::NotMatches`].
-    pub patterns: Patterns,
+    /// The values compiled (a function of the fields above).
+    compiled: Compiled,
 }
+
+/// Two predicates are equal when they filter the same way (what they
+/// compile to follows from that).
+impl PartialEq for Predicate {
+    fn eq(&self, other: &Self) -> bool {
+        self.dimension == other.dimension
+            && self.op == other.op
+            && self.values == other.values
+            && self.prop == other.prop
+            && self.case_sensitive == other.case_sensitive
+    }
+}
+
+impl Eq for Predicate {}
 
 /// Why a filter string is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,32 +197,43 @@ pub enum FilterError {
     /// Too many filters.
     #[error("at most {MAX_FILTERS} filters")]
     TooMany,
+    /// A filter past one of the caps on its values ([`MAX_FILTER_VALUES`],
+    /// [`MAX_FILTER_VALUE_BYTES`], [`MAX_MATCHER_BYTES`]); the text names
+    /// the cap.
+    #[error("filter too complex: {0}")]
+    TooComplex(String),
+    /// A regular expression that does not compile.
+    #[error("invalid regular expression: {0}")]
+    InvalidPattern(String),
 }
 
 impl Predicate {
+    /// A filter with its values compiled: an error past a cap or for an
+    /// invalid regular expression.
+    pub fn new(
+        dimension: Dimension,
+        op: Op,
+        values: Vec<String>,
+        prop: Option<String>,
+        case_sensitive: bool,
+    ) -> Result<Self, FilterError> {
+        let compiled = Compiled::new(op, &values, case_sensitive)?;
+        Ok(Self {
+            dimension,
+            op,
+            values,
+            prop,
+            case_sensitive,
+            compiled,
+        })
+    }
+
     /// Whether a value (or its absence) passes.
     pub fn matches(&self, value: Option<&str>) -> bool {
-        if matches!(self.op, Op::Matches | Op::NotMatches) {
-            let any = value.is_some_and(|v| self.patterns.0.iter().any(|r| r.is_match(v)));
-            return (self.op == Op::Matches) == any;
-        }
-        let fold = |s: &str| {
-            if self.case_sensitive {
-                s.to_owned()
-            } else {
-                s.to_lowercase()
-            }
+        let any = match value {
+            None => self.compiled.none,
+            Some(v) => self.compiled.hit(v),
         };
-        let hit = |v: &str| match value {
-            None => v == NONE_VALUE,
-            Some(actual) => match self.op {
-                Op::Is | Op::IsNot if v.contains('*') => wildcard_match(&fold(v), &fold(actual)),
-                Op::Is | Op::IsNot if self.case_sensitive => v == actual,
-                Op::Is | Op::IsNot => fold(v) == fold(actual),
-                _ => fold(actual).contains(&fold(v)),
-            },
-        };
-        let any = self.values.iter().any(|v| hit(v));
         match self.op {
             Op::Is | Op::Contains | Op::Matches => any,
             Op::IsNot | Op::NotContains | Op::NotMatches => !any,
@@ -186,17 +284,17 @@ impl Filter {
                 "~=" => Op::Contains,
                 _ => Op::NotContains,
             };
-            predicates.push(Predicate {
-                dimension: dimension?,
-                case_sensitive: matches!(op, Op::Is | Op::IsNot),
+            if predicates.len() == MAX_FILTERS {
+                return Err(FilterError::TooMany);
+            }
+            let case_sensitive = matches!(op, Op::Is | Op::IsNot);
+            predicates.push(Predicate::new(
+                dimension?,
                 op,
                 values,
                 prop,
-                patterns: Patterns::default(),
-            });
-            if predicates.len() > MAX_FILTERS {
-                return Err(FilterError::TooMany);
-            }
+                case_sensitive,
+            )?);
         }
         Ok(Self { predicates })
     }
@@ -267,15 +365,22 @@ impl Filter {
 
     /// Whether a visit is kept. `goals` are the site's compiled goals by name.
     pub fn keeps(&self, s: &Session<'_>, goals: &[(String, Matcher)]) -> bool {
+        // The event-level answers hold for every predicate of their level:
+        // each is worked out once per visit.
+        let (mut pageviews, mut customs, mut props) = (None, None, None);
         for p in &self.predicates {
             let ok = match p.dimension.level() {
                 Level::Session => p.matches(session_value(s, p.dimension)),
-                Level::PageView => s.events.iter().any(|e| self.counts_pageview(e)),
-                Level::Custom => s.events.iter().any(|e| self.counts_custom(e)),
-                Level::Prop => s
-                    .events
-                    .iter()
-                    .any(|e| self.counts_pageview(e) || self.counts_custom(e)),
+                Level::PageView => *pageviews
+                    .get_or_insert_with(|| s.events.iter().any(|e| self.counts_pageview(e))),
+                Level::Custom => {
+                    *customs.get_or_insert_with(|| s.events.iter().any(|e| self.counts_custom(e)))
+                }
+                Level::Prop => *props.get_or_insert_with(|| {
+                    s.events
+                        .iter()
+                        .any(|e| self.counts_pageview(e) || self.counts_custom(e))
+                }),
                 Level::Goal => goals
                     .iter()
                     .filter(|(name, _)| p.matches(Some(name)))
@@ -355,14 +460,7 @@ mod tests {
         assert_eq!(f.predicates.len(), 4);
         assert_eq!(
             f.predicates[0],
-            Predicate {
-                dimension: Dimension::Page,
-                op: Op::Is,
-                values: vec!["/blog/*".into()],
-                prop: None,
-                case_sensitive: true,
-                patterns: Patterns::default(),
-            }
+            Predicate::new(Dimension::Page, Op::Is, vec!["/blog/*".into()], None, true).unwrap()
         );
         assert_eq!(f.predicates[1].values, vec!["DE", "AT"]);
         assert_eq!(f.predicates[2].op, Op::IsNot);
@@ -429,14 +527,83 @@ mod tests {
     }
 
     #[test]
+    fn wildcards_contains_and_none_match_as_before_compiling() {
+        let p = |op, v: &[&str], case_sensitive| {
+            let values = v.iter().map(|s| (*s).to_owned()).collect();
+            Predicate::new(Dimension::Page, op, values, None, case_sensitive).unwrap()
+        };
+        let is = p(Op::Is, &["/a*c", "/exact", "*/edit", "/x.y*"], true);
+        for (text, expected) in [
+            ("/abbbc", true),
+            ("/ac", true),
+            ("/abbbd", false),
+            ("/exact", true),
+            ("/exactly", false),
+            ("/posts/1/edit", true),
+            ("/x.yz", true),
+            ("/xzyz", false),
+            ("/a\nc", true),
+        ] {
+            assert_eq!(is.matches(Some(text)), expected, "{text}");
+        }
+        assert!(!is.matches(None));
+        let loose = p(Op::Is, &["/Blog/*"], false);
+        assert!(loose.matches(Some("/BLOG/x")));
+        let contains = p(Op::Contains, &["LOG", "(none)", "a.b"], false);
+        assert!(contains.matches(Some("/blog")));
+        assert!(contains.matches(None));
+        assert!(contains.matches(Some("xa.bx")));
+        assert!(!contains.matches(Some("xaxbx")), "a literal, not a pattern");
+        let not = p(Op::NotContains, &["log"], false);
+        assert!(not.matches(None) && !not.matches(Some("/Blog")));
+        let re = p(Op::Matches, &["^/docs/[0-9]+$", "(none)"], true);
+        assert!(re.matches(Some("/docs/12")) && !re.matches(Some("/docs/x")));
+        assert!(
+            !re.matches(None),
+            "regular expressions never match a missing value"
+        );
+        let star = p(Op::Is, &["*"], true);
+        assert!(star.matches(Some("")) && !star.matches(None));
+    }
+
+    #[test]
+    fn caps_on_values_and_compiled_size_refuse_naming_the_cap() {
+        let many: Vec<String> = (0..=MAX_FILTER_VALUES).map(|i| format!("/{i}")).collect();
+        let err = Predicate::new(Dimension::Page, Op::Contains, many, None, false).unwrap_err();
+        assert!(
+            matches!(&err, FilterError::TooComplex(m) if m.contains("100")),
+            "{err}"
+        );
+        let long = vec![format!("*{}", "a".repeat(MAX_FILTER_VALUE_BYTES))];
+        let err = Predicate::new(Dimension::Page, Op::Is, long, None, true).unwrap_err();
+        assert!(err.to_string().contains("2048"), "{err}");
+        let heavy = vec![r"\w{20}".to_owned(); MAX_FILTER_VALUES];
+        let err = Predicate::new(Dimension::Page, Op::Matches, heavy, None, true).unwrap_err();
+        assert!(matches!(err, FilterError::TooComplex(_)), "{err}");
+        let bad = vec!["(".to_owned()];
+        let err = Predicate::new(Dimension::Page, Op::Matches, bad, None, true).unwrap_err();
+        assert!(matches!(err, FilterError::InvalidPattern(_)), "{err}");
+        let text = format!("page=={}", vec!["/x"; MAX_FILTER_VALUES + 1].join("|"));
+        assert!(matches!(
+            Filter::parse(&text),
+            Err(FilterError::TooComplex(_))
+        ));
+        let text = format!("page=={}", vec!["/x"; MAX_FILTER_VALUES].join("|"));
+        assert!(Filter::parse(&text).is_ok());
+    }
+
+    #[test]
     fn operators_match_as_documented() {
-        let p = |op, v: &str| Predicate {
-            dimension: Dimension::Page,
-            op,
-            values: vec![v.to_owned()],
-            prop: None,
-            case_sensitive: !matches!(op, Op::Contains | Op::NotContains),
-            patterns: Patterns::default(),
+        let p = |op, v: &str| {
+            let case_sensitive = !matches!(op, Op::Contains | Op::NotContains);
+            Predicate::new(
+                Dimension::Page,
+                op,
+                vec![v.to_owned()],
+                None,
+                case_sensitive,
+            )
+            .unwrap()
         };
         assert!(p(Op::Is, "/blog/*").matches(Some("/blog/x")));
         assert!(!p(Op::Is, "/blog/*").matches(Some("/about")));

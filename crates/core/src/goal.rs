@@ -156,31 +156,27 @@ impl Matcher {
 
 /// Glob matching where `*` matches any run of characters (including none
 /// and including `/`); every other character matches itself.
+///
+/// Linear in the lengths of both, without allocating: the text must start
+/// with the part before the first `*` and end with the part after the
+/// last, and the parts between are found in order, each at its leftmost
+/// place after the one before (leftmost is never worse for what follows).
 pub fn wildcard_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && p[pi] != '*' && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
+    let Some((head, last)) = pattern.rsplit_once('*') else {
+        return pattern == text;
+    };
+    let (first, middle) = head.split_once('*').unwrap_or((head, ""));
+    if first.len() + last.len() > text.len() || !text.starts_with(first) || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for part in middle.split('*').filter(|p| !p.is_empty()) {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
         }
     }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
+    true
 }
 
 #[cfg(test)]
@@ -201,6 +197,12 @@ mod tests {
             ("/exact", "/exact", true),
             ("/exact", "/exactly", false),
             ("*", "", true),
+            ("*a*a*b", "aaab", true),
+            ("*a*a*b", "ab", false),
+            ("a*b*a", "aba", true),
+            ("a*a", "a", false),
+            ("/é*ß", "/éxyzß", true),
+            ("**", "x", true),
         ];
         for (pattern, text, expected) in cases {
             assert_eq!(

@@ -5,6 +5,7 @@
 //! | site | `SITES` | `SITE#{site}` |
 //! | API key | `SITE#{site}` | `KEY#{sha256(key)}` |
 //! | shared link | `SITE#{site}` | `SHARE#{sha256(token)}` |
+//! | a shared link's password attempts in one minute | `SITE#{site}` | `ATTEMPTS#SHARE#{sha256(token)}#{minute}` |
 //! | goal | `SITE#{site}` | `GOAL#{id}` |
 //! | funnel | `SITE#{site}` | `FUNNEL#{id}` |
 //! | raw event | `SITE#{site}#H#{YYYY-MM-DDTHH}[#{shard}]` | `{mm:ss.mmm}#{eid}` |
@@ -34,6 +35,9 @@ pub const JOBS_PK: &str = "JOBS";
 pub const API_KEY_PREFIX: &str = "KEY#";
 /// Sort-key prefix of shared links under `SITE#{site}`.
 pub const SHARE_PREFIX: &str = "SHARE#";
+/// Sort-key prefix of attempt counters under a site (apart from
+/// [`SHARE_PREFIX`], so a listing of links never meets one).
+pub const ATTEMPTS_PREFIX: &str = "ATTEMPTS#";
 /// Sort-key prefix of goals under a site.
 pub const GOAL_PREFIX: &str = "GOAL#";
 /// Sort-key prefix of funnels under a site.
@@ -130,6 +134,23 @@ pub fn share_sk(token_hash_hex: &str) -> String {
 pub fn parse_share_sk(sk: &str) -> Option<&str> {
     sk.strip_prefix(SHARE_PREFIX)
         .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// `ATTEMPTS#SHARE#{hash}#{minute}`: the password attempts at the shared
+/// link with this token hash in one minute (minutes since the epoch).
+pub fn share_attempts_sk(token_hash_hex: &str, minute: i64) -> String {
+    format!("{ATTEMPTS_PREFIX}{SHARE_PREFIX}{token_hash_hex}#{minute}")
+}
+
+/// Parses [`share_attempts_sk`]: the token hash and the minute.
+pub fn parse_share_attempts_sk(sk: &str) -> Option<(&str, i64)> {
+    let (hash, minute) = sk
+        .strip_prefix(ATTEMPTS_PREFIX)?
+        .strip_prefix(SHARE_PREFIX)?
+        .split_once('#')?;
+    let hex = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+    let minute = minute.parse().ok()?;
+    hex.then_some((hash, minute))
 }
 
 /// `KEY#{hash}`: an API key stored by the hex SHA-256 of the key.
@@ -523,6 +544,10 @@ mod tests {
             let sk = share_sk(&hash);
             prop_assert_eq!(parse_share_sk(&sk), Some(hash.as_str()));
             prop_assert_eq!(parse_api_key_sk(&sk), None);
+            let sk = share_attempts_sk(&hash, 29_000_000);
+            prop_assert_eq!(parse_share_attempts_sk(&sk), Some((hash.as_str(), 29_000_000)));
+            prop_assert!(!sk.starts_with(SHARE_PREFIX), "never in a listing of links");
+            prop_assert_eq!(parse_share_sk(&sk), None);
         }
     }
 }

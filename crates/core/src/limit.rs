@@ -60,11 +60,35 @@ impl MinuteBudget {
         }
         self.counts.get(key).copied().unwrap_or(0)
     }
+
+    /// Gives back one unit `key` took in the minute of `now` (a check that
+    /// turned out not to count); nothing when the minute has passed.
+    pub fn give_back(&mut self, key: &str, now: Millis) {
+        if now.div_euclid(MINUTE_MS) == self.minute
+            && let Some(count) = self.counts.get_mut(key)
+        {
+            *count = count.saturating_sub(1);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unit_given_back_is_taken_again_within_its_minute_only() {
+        let mut b = MinuteBudget::new();
+        let t = 10 * MINUTE_MS;
+        assert!(b.take("a", 1, t));
+        assert!(!b.take("a", 1, t + 1));
+        b.give_back("a", t + 2);
+        assert!(b.take("a", 1, t + 3));
+        b.give_back("a", t + MINUTE_MS);
+        assert_eq!(b.used("a", t + 4), 1, "a later minute gives nothing back");
+        b.give_back("b", t + 5);
+        assert_eq!(b.used("b", t + 5), 0);
+    }
 
     #[test]
     fn refuses_over_the_limit_and_resets_each_minute() {

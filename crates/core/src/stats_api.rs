@@ -18,7 +18,7 @@
 
 use crate::Millis;
 use crate::dimension::{Dimension, Level, prop_key};
-use crate::filter::{Filter, Op, Patterns, Predicate};
+use crate::filter::{Filter, Op, Predicate};
 use crate::money::{self, RevenueSum};
 use crate::range::{DateRange, MAX_HOURLY_DAYS, MAX_RANGE_DAYS};
 use crate::zone::{Zone, format_date, parse_date};
@@ -620,19 +620,49 @@ fn filters(v: Option<&Value>) -> Result<Filter, QueryError> {
     };
     let mut predicates = Vec::new();
     for (i, f) in list.iter().enumerate() {
-        flatten(f, false, &mut predicates)
-            .map_err(|e| QueryError(format!("#/filters/{i}: {e}")))?;
-    }
-    if predicates.len() > crate::filter::MAX_FILTERS {
-        return err(format!(
-            "#/filters: at most {} filters",
-            crate::filter::MAX_FILTERS
-        ));
+        let mut clauses = Vec::new();
+        flatten(f, false, &mut clauses).map_err(|e| QueryError(format!("#/filters/{i}: {e}")))?;
+        if predicates.len() + clauses.len() > crate::filter::MAX_FILTERS {
+            return err(format!(
+                "#/filters: at most {} filters",
+                crate::filter::MAX_FILTERS
+            ));
+        }
+        // Compiled once `or` branches are merged, so the caps on a
+        // filter's values see them all.
+        for clause in clauses {
+            predicates.push(
+                clause
+                    .compile()
+                    .map_err(|e| QueryError(format!("#/filters/{i}: Invalid filter: {e}")))?,
+            );
+        }
     }
     Ok(Filter { predicates })
 }
 
-fn flatten(f: &Value, negated: bool, out: &mut Vec<Predicate>) -> Result<(), QueryError> {
+/// One filter clause as parsed, before its values are compiled.
+struct Clause {
+    dimension: Dimension,
+    op: Op,
+    values: Vec<String>,
+    prop: Option<String>,
+    case_sensitive: bool,
+}
+
+impl Clause {
+    fn compile(self) -> Result<Predicate, crate::filter::FilterError> {
+        Predicate::new(
+            self.dimension,
+            self.op,
+            self.values,
+            self.prop,
+            self.case_sensitive,
+        )
+    }
+}
+
+fn flatten(f: &Value, negated: bool, out: &mut Vec<Clause>) -> Result<(), QueryError> {
     let Value::Array(parts) = f else {
         return err("Invalid filter");
     };
@@ -653,11 +683,11 @@ fn flatten(f: &Value, negated: bool, out: &mut Vec<Predicate>) -> Result<(), Que
             };
             // Supported when every branch filters the same dimension with
             // the same operator: the clauses are alternatives.
-            let mut merged: Option<Predicate> = None;
+            let mut merged: Option<Clause> = None;
             for g in inner {
                 let mut one = Vec::new();
                 flatten(g, false, &mut one)?;
-                let [p] = <[Predicate; 1]>::try_from(one).map_err(|_| {
+                let [p] = <[Clause; 1]>::try_from(one).map_err(|_| {
                     QueryError(
                         "Invalid filter: `or` of combined filters is not supported by Tally".into(),
                     )
@@ -672,7 +702,6 @@ fn flatten(f: &Value, negated: bool, out: &mut Vec<Predicate>) -> Result<(), Que
                             && m.case_sensitive == p.case_sensitive =>
                     {
                         m.values.extend(p.values);
-                        m.patterns.0.extend(p.patterns.0);
                     }
                     Some(_) => {
                         return err(
@@ -745,19 +774,12 @@ fn flatten(f: &Value, negated: bool, out: &mut Vec<Predicate>) -> Result<(), Que
             if dimension == Dimension::Goal && matches!(op, Op::IsNot | Op::NotContains) {
                 return err("Invalid filter: `event:goal` cannot be negated");
             }
-            let patterns = if matches!(op, Op::Matches | Op::NotMatches) {
-                Patterns::compile(&values, case_sensitive)
-                    .map_err(|e| QueryError(format!("Invalid filter: {e}")))?
-            } else {
-                Patterns::default()
-            };
-            out.push(Predicate {
+            out.push(Clause {
                 dimension,
                 op,
                 values,
                 prop,
                 case_sensitive,
-                patterns,
             });
             Ok(())
         }

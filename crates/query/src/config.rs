@@ -1,12 +1,34 @@
-//! How the query function reads, and its guards: against key guessing and
-//! against one shared link reading too often.
+//! How the query function reads, and its guards: against key and password
+//! guessing and against one shared link reading too often.
+//!
+//! Every guard takes its unit before the check it guards and gives it back
+//! when the check passes, so N requests at once can never make more than
+//! the limit of checks (a check-then-count guard lets every request that
+//! arrives before the first failure through).
 
+use std::time::Duration;
 use tally_core::Millis;
 
 /// Failed key checks one client network may make per minute (per instance)
 /// before it is refused with 429: guessing 160-bit keys is hopeless anyway,
 /// this keeps it from costing reads.
 pub const DEFAULT_AUTH_FAILURES_PER_MINUTE: u32 = 20;
+
+/// Wrong passwords one shared link may be tried with per minute, counted
+/// in the table and so across every instance and network.
+pub const DEFAULT_SHARE_PASSWORD_ATTEMPTS_PER_MINUTE: u32 = 20;
+
+/// How long a request may spend folding events (counted from when it was
+/// authenticated; the function times out at 29 s).
+pub const DEFAULT_FOLD_BUDGET: Duration = Duration::from_secs(20);
+
+/// Reads one shared link may make per minute from one client network (per
+/// instance).
+pub const SHARE_REQUESTS_PER_MINUTE: u32 = 120;
+
+/// Reads one shared link may make per minute from all networks together
+/// (per instance).
+pub const SHARE_LINK_REQUESTS_PER_MINUTE: u32 = 1_200;
 
 /// How the query function reads.
 #[derive(Debug, Clone)]
@@ -20,6 +42,11 @@ pub struct Config {
     pub settle_ms: Millis,
     /// Failed key checks per client network per minute.
     pub auth_failures_per_minute: u32,
+    /// Wrong passwords per shared link per minute, across instances.
+    pub share_password_attempts_per_minute: u32,
+    /// How long a request may spend folding events before it is answered
+    /// 503 `query_timeout`.
+    pub fold_budget: Duration,
     /// This instance's record of failed key checks.
     pub guard: std::sync::Arc<AuthGuard>,
 }
@@ -31,21 +58,37 @@ impl Default for Config {
             use_segments: true,
             settle_ms: tally_core::window::DEFAULT_SETTLE_MS,
             auth_failures_per_minute: DEFAULT_AUTH_FAILURES_PER_MINUTE,
+            share_password_attempts_per_minute: DEFAULT_SHARE_PASSWORD_ATTEMPTS_PER_MINUTE,
+            fold_budget: DEFAULT_FOLD_BUDGET,
             guard: std::sync::Arc::new(AuthGuard::new()),
         }
     }
 }
 
-/// Failed key checks per client network and minute, keyed by a keyed hash
-/// of the network (a per-process random key), never the address.
+/// This instance's guards, per client network and minute, keyed by a keyed
+/// hash of the network (a per-process random key), never the address.
 #[derive(Debug)]
 pub struct AuthGuard {
     salt: tally_core::salt::DailySalt,
+    /// Key and password checks that failed or are under way.
     failures: std::sync::Mutex<tally_core::limit::MinuteBudget>,
     /// Hashes of keys that passed a check, and when (bounded).
     valid: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
-    /// Reads per shared link (by token hash) this minute.
+    /// Reads per shared link (by token hash), and per link and network,
+    /// this minute.
     share_reads: std::sync::Mutex<tally_core::limit::MinuteBudget>,
+}
+
+/// Why a shared link may not read now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareRead {
+    /// It may.
+    Allowed,
+    /// This network read it [`SHARE_REQUESTS_PER_MINUTE`] times this minute.
+    NetworkSpent,
+    /// All networks together read it [`SHARE_LINK_REQUESTS_PER_MINUTE`]
+    /// times this minute.
+    LinkSpent,
 }
 
 /// How long a key that passed a check skips the failed-guess guard.
@@ -94,29 +137,44 @@ impl AuthGuard {
         }
     }
 
-    /// Takes one read of the shared link with this token hash; `false`
-    /// when it has read `limit` times this minute.
-    pub fn share_read(&self, token_hash: &str, limit: u32, now: Millis) -> bool {
-        self.share_reads
-            .lock()
-            .map_or(true, |mut b| b.take(token_hash, limit, now))
+    /// Takes one read of the shared link with this token hash from the
+    /// client's network: refused when the network spent its
+    /// [`SHARE_REQUESTS_PER_MINUTE`] on it, or all networks together the
+    /// link's [`SHARE_LINK_REQUESTS_PER_MINUTE`] (then nothing is taken).
+    pub fn share_read(&self, token_hash: &str, ip: &str, now: Millis) -> ShareRead {
+        let by_network = format!("{token_hash}/{}", self.key(ip));
+        let Ok(mut reads) = self.share_reads.lock() else {
+            return ShareRead::Allowed;
+        };
+        if reads.used(&by_network, now) >= SHARE_REQUESTS_PER_MINUTE {
+            return ShareRead::NetworkSpent;
+        }
+        if !reads.take(token_hash, SHARE_LINK_REQUESTS_PER_MINUTE, now) {
+            return ShareRead::LinkSpent;
+        }
+        reads.take(&by_network, u32::MAX, now);
+        ShareRead::Allowed
     }
 
     fn key(&self, ip: &str) -> String {
         tally_core::salt::network_id(&self.salt, ip)
     }
 
-    /// Whether the network may still try a key this minute.
-    pub fn allows(&self, ip: &str, limit: u32, now: Millis) -> bool {
+    /// Takes one key or password check for the client's network before
+    /// the check is made: `false` when the network has `limit` failed or
+    /// unfinished checks this minute. Give it back with
+    /// [`AuthGuard::passed`] unless the check failed.
+    pub fn attempt(&self, ip: &str, limit: u32, now: Millis) -> bool {
         self.failures
             .lock()
-            .map_or(true, |f| f.used(&self.key(ip), now) < limit)
+            .map_or(true, |mut f| f.take(&self.key(ip), limit, now))
     }
 
-    /// Records a failed key check.
-    pub fn failed(&self, ip: &str, now: Millis) {
+    /// Gives back an attempt that did not fail (the credential was valid,
+    /// or the request was no guess).
+    pub fn passed(&self, ip: &str, now: Millis) {
         if let Ok(mut f) = self.failures.lock() {
-            f.take(&self.key(ip), u32::MAX, now);
+            f.give_back(&self.key(ip), now);
         }
     }
 }

@@ -30,6 +30,27 @@ impl ApiError {
         }
     }
 
+    /// A 500 that says no more.
+    pub fn internal() -> Self {
+        Self {
+            status: 500,
+            code: "internal_error",
+            message: "internal error".into(),
+        }
+    }
+
+    /// A 503: the request's folds took longer than `budget`.
+    pub fn query_timeout(budget: std::time::Duration) -> Self {
+        Self {
+            status: 503,
+            code: "query_timeout",
+            message: format!(
+                "the query took longer than {} s to count; narrow the range or the filters",
+                budget.as_secs()
+            ),
+        }
+    }
+
     /// A 404.
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         Self {
@@ -76,6 +97,8 @@ impl From<FilterError> for ApiError {
             FilterError::UnknownDimension(_) => "unknown_filter_dimension",
             FilterError::Malformed(_) => "malformed_filter",
             FilterError::TooMany => "too_many_filters",
+            FilterError::TooComplex(_) => "filter_too_complex",
+            FilterError::InvalidPattern(_) => "malformed_filter",
         };
         Self::bad_request(code, e.to_string())
     }
@@ -91,11 +114,7 @@ impl From<StoreError> for ApiError {
                 message: "the store is unavailable, retry later".into(),
             }
         } else {
-            Self {
-                status: 500,
-                code: "internal_error",
-                message: "internal error".into(),
-            }
+            Self::internal()
         }
     }
 }
@@ -106,11 +125,7 @@ pub fn typed_response<T: serde::Serialize>(body: &T) -> Response<Body> {
         Ok(value) => json_response(200, &value),
         Err(e) => {
             tracing::error!(error = %e, "response did not serialise");
-            error_response(&ApiError {
-                status: 500,
-                code: "internal_error",
-                message: "internal error".into(),
-            })
+            error_response(&ApiError::internal())
         }
     }
 }

@@ -111,7 +111,10 @@ pub(crate) async fn report<S: QueryStore>(
             // Hourly: events only, every visit of the range.
             let r = read_request(ctx, range, &[], goals, fp, true);
             let got: Read = Box::pin(read(store, &r)).await?;
-            let steps = rows(&funnel.steps, &got.funnel(&r, &funnel.steps, mode));
+            let counts = got
+                .funnel_within(&r, &funnel.steps, mode, ctx.deadline)
+                .await?;
+            let steps = rows(&funnel.steps, &counts);
             Ok::<_, ApiError>((got, steps))
         }
     };

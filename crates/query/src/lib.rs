@@ -30,7 +30,10 @@ pub mod read;
 pub mod response;
 pub mod store;
 
-pub use crate::config::{AuthGuard, Config};
+use crate::config::ShareRead;
+pub use crate::config::{
+    AuthGuard, Config, SHARE_LINK_REQUESTS_PER_MINUTE, SHARE_REQUESTS_PER_MINUTE,
+};
 use crate::error::{ApiError, error_response, json_response, typed_response};
 use crate::read::{Read, Request as ReadRequest, total};
 use crate::response::{
@@ -44,6 +47,7 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 use tally_core::MINUTE_MS;
 use tally_core::aggregate::Aggregate;
 use tally_core::auth::{self, AuthError};
@@ -81,10 +85,16 @@ pub async fn handle_with<S: QueryStore, C: Clock>(
     config: &Config,
     request: Request,
 ) -> Response<Body> {
-    match route(store, clock, config, &request).await {
+    let mut response = match route(store, clock, config, &request).await {
         Ok(response) => response,
         Err(e) => error_response(&e),
-    }
+    };
+    // Every answer (JSON, CSV, ZIP, the page) is what its type says.
+    response.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 async fn route<S: QueryStore, C: Clock>(
@@ -241,9 +251,6 @@ pub(crate) enum Readers {
 /// Header carrying a password-protected link's session ([`share::session`]).
 pub const SESSION_HEADER: &str = "x-tally-session";
 
-/// Shared-link reads one link may make per minute (per instance).
-pub const SHARE_REQUESTS_PER_MINUTE: u32 = 120;
-
 /// `GET …/access`: what the credential allows, for the dashboard.
 fn access_response(site: &Site, access: &Access) -> Response<Body> {
     let body = match access {
@@ -261,8 +268,11 @@ fn access_response(site: &Site, access: &Access) -> Response<Body> {
 }
 
 /// `POST /api/sites/{site}/unlock` with the link as bearer token and
-/// `{"password": "…"}`: a session for a password-protected link. A wrong
-/// password counts as a failed guess of the client's network.
+/// `{"password": "…"}`: a session for a password-protected link. Each
+/// attempt is taken before the password is checked, from the client
+/// network's guard and from the link's own counter in the table (shared by
+/// every instance), and given back when the password is right; a wrong
+/// one keeps both.
 async fn unlock<S: QueryStore>(
     store: &S,
     config: &Config,
@@ -273,52 +283,79 @@ async fn unlock<S: QueryStore>(
     let ip = tally_lambda::request::client_ip(request, false);
     if !config
         .guard
-        .allows(&ip, config.auth_failures_per_minute, now)
+        .attempt(&ip, config.auth_failures_per_minute, now)
     {
         return Err(too_many_attempts());
     }
-    let body: &[u8] = request.body().as_ref();
-    let password = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.get("password")
-                .and_then(|p| p.as_str())
-                .map(str::to_owned)
-        })
-        .ok_or_else(|| ApiError::bad_request("invalid_payload", "send {\"password\": \"…\"}"))?;
-    let header = request
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok());
-    let token = auth::bearer(header)?;
     let result = async {
+        let body: &[u8] = request.body().as_ref();
+        let password = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| {
+                v.get("password")
+                    .and_then(|p| p.as_str())
+                    .map(str::to_owned)
+            })
+            .ok_or_else(|| ApiError::bad_request("invalid_payload", "send {\"password\": \"…\"}"))?;
+        let header = request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        let token = auth::bearer(header)?;
         let found = find_share(store, site_id, token).await?;
         // Revoked or expired links say so before any password is tried.
-        let open = share::check(&found, None, now);
-        match (&found.password, open) {
-            (_, Err(e)) if e != ShareError::PasswordRequired => Err(ApiError::from(e)),
-            (None, _) => Err(ApiError::bad_request(
+        match share::check(&found, None, now) {
+            Err(e) if e != ShareError::PasswordRequired => return Err(e.into()),
+            _ => {}
+        }
+        let Some(hash) = found.password.clone() else {
+            return Err(ApiError::bad_request(
                 "no_password",
                 "this shared link has no password: open it directly",
-            )),
-            (Some(hash), _) if !hash.verify(&password) => Err(ShareError::WrongPassword.into()),
-            (Some(_), _) => Ok(share::session(&found, now)),
+            ));
+        };
+        let limit = config.share_password_attempts_per_minute;
+        if !store
+            .share_attempt(site_id, &found.hash, now, limit)
+            .await?
+        {
+            return Err(ApiError {
+                status: 429,
+                code: "too_many_attempts",
+                message: format!(
+                    "this shared link was tried with {limit} wrong passwords this minute; retry in a minute"
+                ),
+            });
         }
-    }
-    .await;
-    match result {
-        Ok(Some((session, expires_at))) => Ok(json_response(
+        // PBKDF2 takes tens of milliseconds: off the async workers.
+        let right = tokio::task::spawn_blocking(move || hash.verify(&password))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "password check failed");
+                ApiError::internal()
+            })?;
+        if !right {
+            return Err(ShareError::WrongPassword.into());
+        }
+        if let Err(e) = store
+            .give_back_share_attempt(site_id, &found.hash, now)
+            .await
+        {
+            // The session is still given: the attempt stays counted until the
+            // minute ends.
+            tracing::warn!(error = %e, "a password attempt was not given back");
+        }
+        let (session, expires_at) = share::session(&found, now).ok_or(ShareError::Invalid)?;
+        Ok(json_response(
             200,
             &json!({"session": session, "expires_at": expires_at, "header": SESSION_HEADER}),
-        )),
-        Ok(None) => Err(ShareError::Invalid.into()),
-        Err(e) => {
-            if e.status == 401 || e.status == 403 {
-                config.guard.failed(&ip, now);
-            }
-            Err(e)
-        }
+        ))
     }
+    .await;
+    if !result.as_ref().is_err_and(is_guess) {
+        config.guard.passed(&ip, now);
+    }
+    result
 }
 
 fn too_many_attempts() -> ApiError {
@@ -329,9 +366,23 @@ fn too_many_attempts() -> ApiError {
     }
 }
 
+/// Whether a failed check was a guess that counts against the client's
+/// network: an unknown, malformed or foreign credential, a wrong password,
+/// or a password tried at a link already locked for the minute; not a
+/// link that wants its password or has expired.
+fn is_guess(e: &ApiError) -> bool {
+    match e.status {
+        401 | 403 => {
+            e.code != ShareError::PasswordRequired.code() && e.code != ShareError::Expired.code()
+        }
+        429 => e.code == "too_many_attempts",
+        _ => false,
+    }
+}
+
 /// The failed-guess guard, then the credential check: the site and who
-/// reads, or the error (a failed check is counted against the client's
-/// network).
+/// reads, or the error. The check is taken from the client network's
+/// guard before it is made and given back unless it was a failed guess.
 pub(crate) async fn authenticate<S: QueryStore>(
     store: &S,
     config: &Config,
@@ -356,39 +407,37 @@ pub(crate) async fn authenticate<S: QueryStore>(
     if !known
         && !config
             .guard
-            .allows(&ip, config.auth_failures_per_minute, now)
+            .attempt(&ip, config.auth_failures_per_minute, now)
     {
         return Err(too_many_attempts());
     }
-    match authorize(store, site, request, now, readers).await {
-        // A link that needs its password, or has expired, is no guess.
-        Err(e)
-            if (e.status == 401 || e.status == 403)
-                && e.code != ShareError::PasswordRequired.code()
-                && e.code != ShareError::Expired.code() =>
-        {
-            config.guard.failed(&ip, now);
-            Err(e)
-        }
-        Ok((site, access)) => {
-            if let Some(h) = &presented {
-                config.guard.valid(h, now);
-                if matches!(access, Access::Share(_))
-                    && !config.guard.share_read(h, SHARE_REQUESTS_PER_MINUTE, now)
-                {
-                    return Err(ApiError {
-                        status: 429,
-                        code: "rate_limited",
-                        message: format!(
-                            "a shared link may read {SHARE_REQUESTS_PER_MINUTE} times a minute; retry shortly"
-                        ),
-                    });
-                }
-            }
-            Ok((site, access))
-        }
-        other => other,
+    let result = authorize(store, site, request, now, readers).await;
+    if !known && !result.as_ref().is_err_and(is_guess) {
+        config.guard.passed(&ip, now);
     }
+    let (site, access) = result?;
+    if let Some(h) = &presented {
+        config.guard.valid(h, now);
+        if matches!(access, Access::Share(_)) {
+            let message = match config.guard.share_read(h, &ip, now) {
+                ShareRead::Allowed => None,
+                ShareRead::NetworkSpent => Some(format!(
+                    "a shared link may read {SHARE_REQUESTS_PER_MINUTE} times a minute from one network; retry shortly"
+                )),
+                ShareRead::LinkSpent => Some(format!(
+                    "a shared link may read {SHARE_LINK_REQUESTS_PER_MINUTE} times a minute from all its viewers; retry shortly"
+                )),
+            };
+            if let Some(message) = message {
+                return Err(ApiError {
+                    status: 429,
+                    code: "rate_limited",
+                    message,
+                });
+            }
+        }
+    }
+    Ok((site, access))
 }
 
 /// A shared link of `site_id` by its token: 401 when unknown, 403 when it
@@ -488,6 +537,9 @@ struct Ctx<'a> {
     params: params::Params,
     now: i64,
     config: &'a Config,
+    /// When the request's folds must be done ([`Config::fold_budget`]
+    /// from when it was authenticated).
+    deadline: Instant,
 }
 
 fn context<'a>(
@@ -511,6 +563,7 @@ fn context<'a>(
         params,
         now,
         config,
+        deadline: Instant::now() + config.fold_budget,
     })
 }
 
@@ -594,6 +647,22 @@ async fn totals<S: QueryStore>(
     Ok((current?, previous?))
 }
 
+/// The totals of the comparison range's read, if there is one.
+async fn previous_totals(
+    ctx: &Ctx<'_>,
+    previous: &Option<(DateRange, Read)>,
+    goals: &[(String, tally_core::goal::Matcher)],
+    fp: &str,
+) -> Result<Option<tally_core::aggregate::Metrics>, ApiError> {
+    let Some((range, r)) = previous else {
+        return Ok(None);
+    };
+    let request = read_request(ctx, *range, &[], goals, fp, false);
+    Ok(Some(
+        total(&r.days_within(&request, ctx.deadline).await?).totals,
+    ))
+}
+
 /// `results`, `comparison` and `change` of a stats answer.
 fn stats_values(
     ctx: &Ctx<'_>,
@@ -631,10 +700,8 @@ async fn stats_endpoint<S: QueryStore>(
     let (goals, fp) = goals_for(store, ctx, &[]).await?;
     let main = read_request(ctx, ctx.params.range, &[], &goals, &fp, false);
     let (current, previous) = totals(store, ctx, &main, &goals, &fp).await?;
-    let cur = total(&current.days(&main)).totals;
-    let prev = previous.as_ref().map(|(range, r)| {
-        total(&r.days(&read_request(ctx, *range, &[], &goals, &fp, false))).totals
-    });
+    let cur = total(&current.days_within(&main, ctx.deadline).await?).totals;
+    let prev = previous_totals(ctx, &previous, &goals, &fp).await?;
     let (results, comparison, change) = stats_values(ctx, &cur, prev.as_ref());
     Ok(typed_response(&StatsResponse {
         results,
@@ -664,7 +731,12 @@ fn select(ctx: &Ctx<'_>, value: Value) -> Value {
 
 /// The series rows of a read: hour buckets, or day buckets summed into the
 /// interval's.
-fn series_rows(ctx: &Ctx<'_>, read: &Read, r: &ReadRequest<'_>, interval: Interval) -> Vec<Value> {
+async fn series_rows(
+    ctx: &Ctx<'_>,
+    read: &Read,
+    r: &ReadRequest<'_>,
+    interval: Interval,
+) -> Result<Vec<Value>, ApiError> {
     let empty = tally_core::aggregate::Metrics::default();
     if interval == Interval::Hour {
         let totals_only = ReadRequest {
@@ -672,15 +744,16 @@ fn series_rows(ctx: &Ctx<'_>, read: &Read, r: &ReadRequest<'_>, interval: Interv
             props: &[],
             ..*r
         };
-        let hours = read.hours(&totals_only);
-        return range::hour_buckets(ctx.params.range, &ctx.zone)
+        let hours = read.hours_within(&totals_only, ctx.deadline).await?;
+        return Ok(range::hour_buckets(ctx.params.range, &ctx.zone)
             .into_iter()
             .map(|(start, label)| {
                 series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals))
             })
-            .collect();
+            .collect());
     }
-    series_from_days(ctx, &read.days(r), interval)
+    let days = read.days_within(r, ctx.deadline).await?;
+    Ok(series_from_days(ctx, &days, interval))
 }
 
 fn series_from_days(
@@ -719,7 +792,7 @@ async fn timeseries_endpoint<S: QueryStore>(
     );
     let read = read::read(store, &request).await?;
     Ok(typed_response(&SeriesResponse {
-        results: series_rows(ctx, &read, &request, interval),
+        results: series_rows(ctx, &read, &request, interval).await?,
         meta: SeriesMeta {
             common: meta(ctx, &read),
             interval: interval.name(),
@@ -753,7 +826,7 @@ async fn breakdown_endpoint<S: QueryStore>(
         ..read_request(ctx, ctx.params.range, &dims, &goals, &fp, false)
     };
     let read = read::read(store, &request).await?;
-    let agg = total(&read.days(&request));
+    let agg = total(&read.days_within(&request, ctx.deadline).await?);
     let empty = Default::default();
     let rows = match &prop {
         Some(key) => agg.props.get(key).unwrap_or(&empty),
@@ -851,14 +924,12 @@ async fn dashboard_endpoint<S: QueryStore>(
         props: &keys,
         ..main
     };
-    let days = current.days(&with_props);
+    let days = current.days_within(&with_props, ctx.deadline).await?;
     let agg = total(&days);
-    let prev = previous.as_ref().map(|(range, r)| {
-        total(&r.days(&read_request(ctx, *range, &[], &goals, &fp, false))).totals
-    });
+    let prev = previous_totals(ctx, &previous, &goals, &fp).await?;
     let (results, comparison, change) = stats_values(ctx, &agg.totals, prev.as_ref());
     let series = if interval == Interval::Hour {
-        series_rows(ctx, &current, &main, interval)
+        series_rows(ctx, &current, &main, interval).await?
     } else {
         series_from_days(ctx, &days, interval)
     };

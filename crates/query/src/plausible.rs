@@ -13,6 +13,7 @@ use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+use std::time::Instant;
 use tally_core::HOUR_MS;
 use tally_core::aggregate::{Aggregate, Metrics};
 use tally_core::dimension::{Dimension, Level};
@@ -81,6 +82,7 @@ async fn v2_answer<S: QueryStore, C: Clock>(
     let now = clock.now();
     let (site, _) =
         crate::authenticate(store, config, request, &site_id, now, crate::Readers::Keys).await?;
+    let deadline = Instant::now() + config.fold_budget;
     let zone = site.zone();
     let ctx = Context {
         zone: &zone,
@@ -88,7 +90,7 @@ async fn v2_answer<S: QueryStore, C: Clock>(
         first_day: first_day(&site, now),
     };
     let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-    let answer = Box::pin(run(store, config, &site, &query, now)).await?;
+    let answer = Box::pin(run(store, config, &site, &query, now, deadline)).await?;
     Ok(answer.into_json(&query))
 }
 
@@ -169,6 +171,7 @@ async fn run<S: QueryStore>(
     site: &Site,
     q: &Query,
     now: i64,
+    deadline: Instant,
 ) -> Result<Answer, ApiError> {
     let zone = site.zone();
     let revenue = q.metrics.iter().any(|m| m.is_revenue());
@@ -205,7 +208,7 @@ async fn run<S: QueryStore>(
         config,
     };
     let read = Box::pin(read::read(store, &request)).await?;
-    let buckets = buckets(&read, &request, q);
+    let buckets = buckets_of(&read, &request, q, deadline).await?;
     // The base of conversion rates: the same buckets without goal filters.
     let conversion = q
         .metrics
@@ -223,7 +226,7 @@ async fn run<S: QueryStore>(
             ..request
         };
         let read = Box::pin(read::read(store, &r)).await?;
-        Some(buckets_of(&read, &r, q))
+        Some(buckets_of(&read, &r, q, deadline).await?)
     } else {
         None
     };
@@ -357,12 +360,13 @@ fn goal_revenue(agg: &Aggregate, filter: &Filter) -> BTreeMap<String, RevenueSum
 }
 
 /// Aggregates per time bucket (keyed by its label; one unlabelled bucket
-/// without a time dimension).
-fn buckets(read: &Read, r: &ReadRequest<'_>, q: &Query) -> BTreeMap<Vec<String>, Aggregate> {
-    buckets_of(read, r, q)
-}
-
-fn buckets_of(read: &Read, r: &ReadRequest<'_>, q: &Query) -> BTreeMap<Vec<String>, Aggregate> {
+/// without a time dimension), folded off the async workers by `deadline`.
+async fn buckets_of(
+    read: &Read,
+    r: &ReadRequest<'_>,
+    q: &Query,
+    deadline: Instant,
+) -> Result<BTreeMap<Vec<String>, Aggregate>, ApiError> {
     let zone = r.zone;
     let mut out: BTreeMap<Vec<String>, Aggregate> = BTreeMap::new();
     match (q.time(), q.window) {
@@ -371,18 +375,21 @@ fn buckets_of(read: &Read, r: &ReadRequest<'_>, q: &Query) -> BTreeMap<Vec<Strin
             let range_start = q.range.bounds(zone).0;
             // Keys: an hour's start instant, a bucket day's Julian number,
             // or 0 without a time dimension; labelled afterwards.
-            let folded = read.fold_with(r, |s| {
-                (s.start >= from && s.start < to).then(|| match q.time() {
-                    // Local hours, from the range's first instant.
-                    Some(Granularity::Hour) => {
-                        range_start + (s.start - range_start).div_euclid(HOUR_MS) * HOUR_MS
-                    }
-                    Some(g) => {
-                        i64::from(day_bucket(g, zone.local_date(s.start), q.range).to_julian_day())
-                    }
-                    None => 0,
+            let (time, range, local) = (q.time(), q.range, zone.clone());
+            let folded = read
+                .fold_within(r, deadline, move |s| {
+                    (s.start >= from && s.start < to).then(|| match time {
+                        // Local hours, from the range's first instant.
+                        Some(Granularity::Hour) => {
+                            range_start + (s.start - range_start).div_euclid(HOUR_MS) * HOUR_MS
+                        }
+                        Some(g) => i64::from(
+                            day_bucket(g, local.local_date(s.start), range).to_julian_day(),
+                        ),
+                        None => 0,
+                    })
                 })
-            });
+                .await?;
             let folded = folded.into_iter().map(|(k, agg)| {
                 let label = match q.time() {
                     Some(Granularity::Hour) => {
@@ -399,20 +406,20 @@ fn buckets_of(read: &Read, r: &ReadRequest<'_>, q: &Query) -> BTreeMap<Vec<Strin
             out.extend(folded);
         }
         (Some(g), None) => {
-            for (day, agg) in read.days(r) {
+            for (day, agg) in read.days_within(r, deadline).await? {
                 out.entry(vec![format_date(day_bucket(g, day, q.range))])
                     .or_default()
                     .merge(&agg);
             }
         }
         (None, None) => {
-            out.insert(Vec::new(), total(&read.days(r)));
+            out.insert(Vec::new(), total(&read.days_within(r, deadline).await?));
         }
     }
     if q.time().is_none() {
         out.entry(Vec::new()).or_default();
     }
-    out
+    Ok(out)
 }
 
 fn day_bucket(g: Granularity, day: time::Date, range: DateRange) -> time::Date {
@@ -568,6 +575,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
     let now = clock.now();
     let (site, _) =
         crate::authenticate(store, config, request, site_id, now, crate::Readers::Keys).await?;
+    let deadline = Instant::now() + config.fold_budget;
     if rest == ["realtime", "visitors"] {
         let (visitors, _) = crate::realtime(store, &site, now).await?;
         return Ok(json!(visitors));
@@ -601,7 +609,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
     match rest {
         ["aggregate"] => {
             let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-            let answer = Box::pin(run(store, config, &site, &query, now)).await?;
+            let answer = Box::pin(run(store, config, &site, &query, now, deadline)).await?;
             let mut results = Map::new();
             let values = answer.rows.first().map(|r| r.1.clone()).unwrap_or_default();
             // With compare=previous_period: the change from the range before.
@@ -616,7 +624,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
                         window: None,
                         ..query.clone()
                     };
-                    Some(Box::pin(run(store, config, &site, &prev, now)).await?)
+                    Some(Box::pin(run(store, config, &site, &prev, now, deadline)).await?)
                 }
                 Some(other) => return Err(bad(format!("unknown comparison {other:?}"))),
                 None => None,
@@ -653,7 +661,7 @@ async fn v1_answer<S: QueryStore, C: Clock>(
             body["dimensions"] = json!([interval]);
             body["include"] = json!({"time_labels": true});
             let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-            let answer = Box::pin(run(store, config, &site, &query, now)).await?;
+            let answer = Box::pin(run(store, config, &site, &query, now, deadline)).await?;
             let by_label: BTreeMap<String, Vec<Value>> = answer
                 .rows
                 .iter()
@@ -680,13 +688,11 @@ async fn v1_answer<S: QueryStore, C: Clock>(
         }
         ["breakdown"] => {
             let property = get("property").ok_or_else(|| bad("property is required"))?;
-            let limit: usize = get("limit").and_then(|l| l.parse().ok()).unwrap_or(100);
-            let page: usize = get("page").and_then(|p| p.parse().ok()).unwrap_or(1).max(1);
+            let (limit, offset) = v1_page(get("limit"), get("page"))?;
             body["dimensions"] = json!([property]);
-            body["pagination"] =
-                json!({"limit": limit.clamp(1, 1000), "offset": (page - 1) * limit});
+            body["pagination"] = json!({"limit": limit, "offset": offset});
             let query = stats_api::parse(&body, &ctx).map_err(|e| bad(e.0))?;
-            let answer = Box::pin(run(store, config, &site, &query, now)).await?;
+            let answer = Box::pin(run(store, config, &site, &query, now, deadline)).await?;
             let key = property.rsplit(':').next().unwrap_or(property).to_owned();
             let key = if property == "event:name" {
                 "name".to_owned()
@@ -712,6 +718,39 @@ async fn v1_answer<S: QueryStore, C: Clock>(
             "no such endpoint: use realtime/visitors, aggregate, timeseries or breakdown",
         )),
     }
+}
+
+/// Most rows of one v1 breakdown page (Plausible's limit).
+pub const V1_MAX_LIMIT: usize = 1000;
+
+/// v1's `limit` (1 to [`V1_MAX_LIMIT`], 100 by default) and `page` (from 1,
+/// by default) as a limit and an offset; a value out of range, or a page
+/// whose offset does not fit, is a 400.
+fn v1_page(limit: Option<&str>, page: Option<&str>) -> Result<(usize, usize), ApiError> {
+    let limit = match limit {
+        None => 100,
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=V1_MAX_LIMIT).contains(n))
+            .ok_or_else(|| {
+                bad(format!(
+                    "Please provide limit as a number between 1 and {V1_MAX_LIMIT}."
+                ))
+            })?,
+    };
+    let page = match page {
+        None => 1,
+        Some(p) => p
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| bad("Please provide page as a positive integer."))?,
+    };
+    let offset = (page - 1)
+        .checked_mul(limit)
+        .ok_or_else(|| bad(format!("page {page} is out of range for limit {limit}")))?;
+    Ok((limit, offset))
 }
 
 /// v1's `period` (and `date`) as a v2 `date_range`.

@@ -9,23 +9,32 @@
 //!
 //! [`Read`] keeps the rollups and the events, so one read can answer every
 //! panel of a dashboard (days, hours, any dimension folded from them).
+//!
+//! A request's folds run off the async workers (`spawn_blocking`), so a
+//! heavy query never holds up other requests on the instance, and within
+//! the request's deadline ([`Config::fold_budget`]): a fold past it stops
+//! and the request is answered 503 `query_timeout`.
 
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use serde::Serialize;
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
 use tally_core::HOUR_MS;
 use tally_core::Millis;
 use tally_core::aggregate::{Aggregate, FoldSpec, fold};
 use tally_core::dimension::Dimension;
+use tally_core::event::Event;
 use tally_core::filter::Filter;
 use tally_core::funnel::{self, Mode, Step, StepCounts};
 use tally_core::goal::Matcher;
-use tally_core::plan::{self, Inputs, RollupFit, Source, Warning};
+use tally_core::plan::{self, Inputs, Plan, RollupFit, Source, Warning};
 use tally_core::range::DateRange;
 use tally_core::rollup::RollupSource;
-use tally_core::session::sessions;
+use tally_core::session::{Session, sessions};
 use tally_core::site::Site;
 use tally_core::zone::{Zone, format_date};
 use tally_store::detail::Detail;
@@ -63,7 +72,10 @@ pub struct Read {
     rollups: BTreeMap<Date, Aggregate>,
     /// The rollup days that are imported history.
     imported: Vec<Date>,
-    detail: Detail,
+    /// The events read, shared with the folds that run off the workers.
+    events: Arc<Vec<Event>>,
+    /// The plan as carried out.
+    plan: Plan,
 }
 
 /// `meta.sources`: the days each source answered.
@@ -170,20 +182,43 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
         .filter(|(d, _)| rollup_days.contains(d))
         .map(|(d, day)| (d, day.aggregate))
         .collect();
+    let Detail { events, plan } = detail;
     Ok(Read {
         rollups,
         imported,
-        detail,
+        events: Arc::new(events),
+        plan,
     })
 }
 
 impl Read {
     /// One aggregate per day that has an answer (days without visits may
     /// be absent): the rollups, and the events folded by the day each visit
-    /// started on.
+    /// started on. Folds on the caller's thread, without a deadline (the
+    /// CLI); a request uses [`Read::days_within`].
     pub fn days(&self, r: &Request<'_>) -> BTreeMap<Date, Aggregate> {
-        let mut out: BTreeMap<Date, Aggregate> = self
-            .rollups
+        let job = self.job(r);
+        let mut out = self.rollup_days(r);
+        out.extend(job.days(&Watch::unbounded()));
+        out
+    }
+
+    /// [`Read::days`] off the async workers, within `deadline`.
+    pub async fn days_within(
+        &self,
+        r: &Request<'_>,
+        deadline: Instant,
+    ) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
+        let job = self.job(r);
+        let folded = off_workers(r.config, deadline, move |watch| job.days(watch)).await?;
+        let mut out = self.rollup_days(r);
+        out.extend(folded);
+        Ok(out)
+    }
+
+    /// The rollup days, narrowed to what the request breaks down.
+    fn rollup_days(&self, r: &Request<'_>) -> BTreeMap<Date, Aggregate> {
+        self.rollups
             .iter()
             .map(|(d, agg)| {
                 let mut agg = agg.clone();
@@ -191,74 +226,84 @@ impl Read {
                 agg.props.retain(|key, _| r.props.contains(key));
                 (*d, agg)
             })
-            .collect();
-        let detail_days = &self.detail.plan.days;
-        let zone = r.zone;
-        let visits = sessions(&self.detail.events, zone);
-        out.extend(fold(&visits, &spec(r), |s| {
-            let day = zone.local_date(s.start);
-            detail_days
-                .get(&day)
-                .is_some_and(|src| *src != Source::Rollup)
-                .then_some(day)
-        }));
-        out
+            .collect()
     }
 
     /// One aggregate per hour bucket (keyed by the bucket's start instant)
-    /// of the days folded from events.
-    pub fn hours(&self, r: &Request<'_>) -> BTreeMap<Millis, Aggregate> {
-        let detail_days = &self.detail.plan.days;
-        let zone = r.zone;
-        let (start, end) = r.range.bounds(zone);
-        let visits = sessions(&self.detail.events, zone);
-        fold(&visits, &spec(r), |s| {
-            let answered = detail_days
-                .get(&zone.local_date(s.start))
-                .is_some_and(|src| *src != Source::Rollup);
-            (answered && s.start >= start && s.start < end)
+    /// of the days folded from events, off the async workers, within
+    /// `deadline`.
+    pub async fn hours_within(
+        &self,
+        r: &Request<'_>,
+        deadline: Instant,
+    ) -> Result<BTreeMap<Millis, Aggregate>, ApiError> {
+        let (start, end) = r.range.bounds(r.zone);
+        self.fold_within(r, deadline, move |s| {
+            (s.start >= start && s.start < end)
                 .then(|| start + (s.start - start) / HOUR_MS * HOUR_MS)
         })
+        .await
     }
 
     /// The events' visits folded into buckets `bucket` names (visits of
-    /// days without an answer are left out). Rollup days are not included:
-    /// read with `hourly` for a query that needs every visit.
-    pub fn fold_with<K: Ord + Copy>(
+    /// days without an answer are left out), off the async workers, within
+    /// `deadline`. Rollup days are not included: read with `hourly` for a
+    /// query that needs every visit.
+    pub async fn fold_within<K: Ord + Copy + Send + 'static>(
         &self,
         r: &Request<'_>,
-        bucket: impl Fn(&tally_core::session::Session<'_>) -> Option<K>,
-    ) -> BTreeMap<K, Aggregate> {
-        let detail_days = &self.detail.plan.days;
-        let zone = r.zone;
-        let visits = sessions(&self.detail.events, zone);
-        fold(&visits, &spec(r), |s| {
-            detail_days
-                .get(&zone.local_date(s.start))
-                .is_some_and(|src| *src != Source::Rollup)
-                .then(|| bucket(s))
-                .flatten()
+        deadline: Instant,
+        bucket: impl Fn(&Session<'_>) -> Option<K> + Send + 'static,
+    ) -> Result<BTreeMap<K, Aggregate>, ApiError> {
+        let job = self.job(r);
+        off_workers(r.config, deadline, move |watch| {
+            let visits = sessions(&job.events, &job.zone);
+            fold(&visits, &job.spec(), |s| {
+                (!watch.over() && job.answered(s))
+                    .then(|| bucket(s))
+                    .flatten()
+            })
         })
+        .await
     }
 
     /// How far the visits of the days folded from events got through a
-    /// funnel's steps (read with `hourly`, so that is every day answered).
-    pub fn funnel(&self, r: &Request<'_>, steps: &[Step], mode: Mode) -> StepCounts {
-        let detail_days = &self.detail.plan.days;
-        let zone = r.zone;
-        let visits = sessions(&self.detail.events, zone);
-        funnel::count(&visits, steps, mode, r.filter, r.goals, |s| {
-            let day = zone.local_date(s.start);
-            detail_days
-                .get(&day)
-                .is_some_and(|src| *src != Source::Rollup)
-                .then_some(day)
+    /// funnel's steps (read with `hourly`, so that is every day answered),
+    /// off the async workers, within `deadline`.
+    pub async fn funnel_within(
+        &self,
+        r: &Request<'_>,
+        steps: &[Step],
+        mode: Mode,
+        deadline: Instant,
+    ) -> Result<StepCounts, ApiError> {
+        let job = self.job(r);
+        let steps = steps.to_vec();
+        off_workers(r.config, deadline, move |watch| {
+            let visits = sessions(&job.events, &job.zone);
+            funnel::count(&visits, &steps, mode, &job.filter, &job.goals, |s| {
+                (!watch.over() && job.answered(s)).then(|| job.zone.local_date(s.start))
+            })
         })
+        .await
+    }
+
+    /// What a fold of this read for `r` needs, owned.
+    fn job(&self, r: &Request<'_>) -> FoldJob {
+        FoldJob {
+            events: Arc::clone(&self.events),
+            days: self.plan.days.clone(),
+            zone: r.zone.clone(),
+            dims: r.dims.to_vec(),
+            props: r.props.to_vec(),
+            goals: r.goals.to_vec(),
+            filter: r.filter.clone(),
+        }
     }
 
     /// Where the days came from.
     pub fn sources(&self) -> SourcesMeta {
-        let s = self.detail.plan.sources();
+        let s = self.plan.sources();
         SourcesMeta {
             rollup: span(&s.rollup),
             segment: span(&s.segment),
@@ -277,7 +322,7 @@ impl Read {
                     rows.values().map(|m| m.pageviews + m.events).sum::<u64>();
             }
         }
-        for e in &self.detail.events {
+        for e in self.events.iter() {
             for key in e.props.keys() {
                 *counts.entry(key.clone()).or_default() += 1;
             }
@@ -289,18 +334,121 @@ impl Read {
 
     /// Why some days have no answer.
     pub fn warnings(&self) -> &[Warning] {
-        &self.detail.plan.warnings
+        &self.plan.warnings
     }
 }
 
-fn spec<'a>(r: &Request<'a>) -> FoldSpec<'a> {
-    FoldSpec {
-        dims: r.dims,
-        props: r.props,
-        goals: r.goals,
-        filter: r.filter,
-        top_n: None,
+/// A fold's inputs, owned, so it can run on a blocking thread.
+struct FoldJob {
+    events: Arc<Vec<Event>>,
+    /// The plan's days and their sources.
+    days: BTreeMap<Date, Source>,
+    zone: Zone,
+    dims: Vec<Dimension>,
+    props: Vec<String>,
+    goals: Vec<(String, Matcher)>,
+    filter: Filter,
+}
+
+impl FoldJob {
+    fn spec(&self) -> FoldSpec<'_> {
+        FoldSpec {
+            dims: &self.dims,
+            props: &self.props,
+            goals: &self.goals,
+            filter: &self.filter,
+            top_n: None,
+        }
     }
+
+    /// Whether the visit's day is answered from events (not a rollup, not
+    /// left out).
+    fn answered(&self, s: &Session<'_>) -> bool {
+        self.days
+            .get(&self.zone.local_date(s.start))
+            .is_some_and(|src| *src != Source::Rollup)
+    }
+
+    /// The events' visits by the local day they started on.
+    fn days(&self, watch: &Watch) -> BTreeMap<Date, Aggregate> {
+        let visits = sessions(&self.events, &self.zone);
+        fold(&visits, &self.spec(), |s| {
+            (!watch.over() && self.answered(s)).then(|| self.zone.local_date(s.start))
+        })
+    }
+}
+
+/// A fold's deadline, looked at every [`Watch::EVERY`] visits: once past
+/// it, every visit left is skipped (its filters not even tried).
+struct Watch {
+    deadline: Option<Instant>,
+    seen: Cell<u32>,
+    late: Cell<bool>,
+}
+
+impl Watch {
+    const EVERY: u32 = 256;
+
+    fn new(deadline: Instant) -> Self {
+        Self {
+            deadline: Some(deadline),
+            seen: Cell::new(0),
+            late: Cell::new(false),
+        }
+    }
+
+    fn unbounded() -> Self {
+        Self {
+            deadline: None,
+            seen: Cell::new(0),
+            late: Cell::new(false),
+        }
+    }
+
+    /// Whether the deadline has passed (checked every [`Watch::EVERY`]
+    /// calls).
+    fn over(&self) -> bool {
+        if self.late.get() {
+            return true;
+        }
+        let seen = self.seen.get().wrapping_add(1);
+        self.seen.set(seen);
+        if seen.is_multiple_of(Self::EVERY) && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.late.set(true);
+        }
+        self.late.get()
+    }
+}
+
+/// Runs a fold on the blocking pool with a [`Watch`] on `deadline`: its
+/// result, or 503 `query_timeout` when the deadline passed first.
+async fn off_workers<T: Send + 'static>(
+    config: &Config,
+    deadline: Instant,
+    work: impl FnOnce(&Watch) -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    if Instant::now() >= deadline {
+        return Err(ApiError::query_timeout(config.fold_budget));
+    }
+    let (out, late) = tokio::task::spawn_blocking(move || {
+        let watch = Watch::new(deadline);
+        let out = work(&watch);
+        // A fold that finished is whole, however late.
+        (out, watch.late.get())
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(error = %e, "a fold failed");
+        ApiError::internal()
+    })?;
+    if late {
+        tracing::warn!(
+            budget_ms = config.fold_budget.as_millis() as u64,
+            "a fold ran past its deadline"
+        );
+        return Err(ApiError::query_timeout(config.fold_budget));
+    }
+    Ok(out)
 }
 
 /// The rollups of `[from, to]` and whether each is stale for this request:
@@ -373,4 +521,44 @@ pub fn total<K>(parts: &BTreeMap<K, Aggregate>) -> Aggregate {
         out.merge(a);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_watch_looks_at_the_clock_every_few_visits_and_stays_late() {
+        let watch = Watch::new(Instant::now());
+        let calls = (1..=Watch::EVERY).take_while(|_| !watch.over()).count();
+        assert_eq!(
+            calls as u32,
+            Watch::EVERY - 1,
+            "the clock is read every {} visits",
+            Watch::EVERY
+        );
+        assert!(watch.over(), "once late, always late");
+        let unbounded = Watch::unbounded();
+        assert!((0..10 * Watch::EVERY).all(|_| !unbounded.over()));
+    }
+
+    #[tokio::test]
+    async fn a_fold_past_its_deadline_stops_and_answers_query_timeout() {
+        let config = Config {
+            fold_budget: Duration::from_millis(20),
+            ..Config::default()
+        };
+        let deadline = Instant::now() + config.fold_budget;
+        // A fold that would never end on its own.
+        let err = off_workers(&config, deadline, |watch| while !watch.over() {})
+            .await
+            .err();
+        assert_eq!(
+            err.map(|e| (e.status, e.code)),
+            Some((503, "query_timeout"))
+        );
+        let done = off_workers(&config, Instant::now() + Duration::from_secs(5), |_| 7).await;
+        assert_eq!(done, Ok(7));
+    }
 }

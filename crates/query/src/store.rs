@@ -36,6 +36,24 @@ pub trait QueryStore: Send + Sync {
         site: &str,
         hash: &str,
     ) -> impl Future<Output = Result<Option<Share>, StoreError>> + Send;
+    /// Takes one password attempt at a shared link for the minute of
+    /// `now`, counted in the table so every instance shares it: `false`
+    /// when `limit` were taken this minute.
+    fn share_attempt(
+        &self,
+        site: &str,
+        hash: &str,
+        now: Millis,
+        limit: u32,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Gives back an attempt [`QueryStore::share_attempt`] took (the
+    /// password was right).
+    fn give_back_share_attempt(
+        &self,
+        site: &str,
+        hash: &str,
+        now: Millis,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// The site's goals.
     fn goals(&self, site: &str) -> impl Future<Output = Result<Vec<Goal>, StoreError>> + Send;
     /// The site's funnels.
@@ -111,6 +129,29 @@ impl QueryStore for DynamoQuery {
 
     async fn share(&self, site: &str, hash: &str) -> Result<Option<Share>, StoreError> {
         self.store.share(site, hash).await
+    }
+
+    async fn share_attempt(
+        &self,
+        site: &str,
+        hash: &str,
+        now: Millis,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        let minute = now.div_euclid(tally_core::MINUTE_MS);
+        self.store
+            .take_share_attempt(site, hash, minute, limit)
+            .await
+    }
+
+    async fn give_back_share_attempt(
+        &self,
+        site: &str,
+        hash: &str,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let minute = now.div_euclid(tally_core::MINUTE_MS);
+        self.store.give_back_share_attempt(site, hash, minute).await
     }
 
     async fn goals(&self, site: &str) -> Result<Vec<Goal>, StoreError> {

@@ -1,5 +1,6 @@
 //! Sites, API keys and shared links: the configuration items under `SITES` and
-//! `SITE#{site}`, and a per-instance site cache for the hot path.
+//! `SITE#{site}` (with the links' password attempt counters), and a
+//! per-instance site cache for the hot path.
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
@@ -230,6 +231,70 @@ impl Store {
             .into_iter()
             .map(from_item)
             .collect()
+    }
+
+    /// Takes one password attempt at the shared link with this token hash
+    /// in the minute `minute` (minutes since the epoch), shared by every
+    /// instance: one conditional UpdateItem on `SITE#{site}` /
+    /// `ATTEMPTS#SHARE#{hash}#{minute}` that adds 1 unless `limit` are
+    /// taken. `Ok(false)` when they are. The item expires (TTL) an hour
+    /// after its minute.
+    pub async fn take_share_attempt(
+        &self,
+        site: &str,
+        hash: &str,
+        minute: i64,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        let condition = "attribute_not_exists(attempts) OR attempts < :bound";
+        self.add_share_attempts(site, hash, minute, 1, condition, limit)
+            .await
+    }
+
+    /// Gives back an attempt taken with [`Store::take_share_attempt`] (the
+    /// password was right): subtracts 1 unless the count is already 0.
+    pub async fn give_back_share_attempt(
+        &self,
+        site: &str,
+        hash: &str,
+        minute: i64,
+    ) -> Result<(), StoreError> {
+        self.add_share_attempts(site, hash, minute, -1, "attempts > :bound", 0)
+            .await
+            .map(|_| ())
+    }
+
+    /// Adds `delta` to a link's attempts of `minute` if `condition` (on
+    /// `attempts` and `:bound`) holds: whether it did.
+    async fn add_share_attempts(
+        &self,
+        site: &str,
+        hash: &str,
+        minute: i64,
+        delta: i64,
+        condition: &str,
+        bound: u32,
+    ) -> Result<bool, StoreError> {
+        let expires = (minute + 61) * 60;
+        let update = self
+            .client
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key(
+                keys::site_pk(site),
+                keys::share_attempts_sk(hash, minute),
+            )))
+            .update_expression("ADD attempts :delta SET #ttl = :ttl")
+            .condition_expression(condition)
+            .expression_attribute_names("#ttl", "ttl")
+            .expression_attribute_values(":delta", AttributeValue::N(delta.to_string()))
+            .expression_attribute_values(":bound", AttributeValue::N(bound.to_string()))
+            .expression_attribute_values(":ttl", AttributeValue::N(expires.to_string()));
+        match update.send().await {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
     }
 
     /// Writes an item unconditionally.
