@@ -1,8 +1,9 @@
 //! A fault-injecting HTTP proxy in front of the embedded store: requests
-//! pass through, or the "DynamoDB endpoint" disappears, hangs, or throttles
-//! (all requests, those whose body contains a marker, or everything after
-//! the first N), or each partition key takes only so many PutItems a
-//! second, as DynamoDB's partitions do (scaled down).
+//! pass through, or the "DynamoDB endpoint" disappears, hangs (all
+//! requests, or those whose body contains a marker), or throttles (all
+//! requests, those whose body contains a marker, or everything after the
+//! first N), or each partition key takes only so many PutItems a second,
+//! as DynamoDB's partitions do (scaled down).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,8 @@ pub enum Fault {
     Down,
     /// Never answer.
     Hang,
+    /// Never answer requests whose body contains the text; pass the rest.
+    HangMatching(String),
     /// Answer DynamoDB's throttling error.
     Throttle,
     /// Throttle requests whose body contains the text; pass the rest.
@@ -186,13 +189,13 @@ async fn serve(socket: TcpStream, shared: Shared) {
                 }
                 Fault::Pass
             }
-            Fault::ThrottleMatching(marker) => {
-                if String::from_utf8_lossy(&body).contains(&marker) {
-                    Fault::Throttle
-                } else {
-                    Fault::Pass
-                }
+            Fault::ThrottleMatching(marker) | Fault::HangMatching(marker)
+                if !String::from_utf8_lossy(&body).contains(&marker) =>
+            {
+                Fault::Pass
             }
+            Fault::ThrottleMatching(_) => Fault::Throttle,
+            Fault::HangMatching(_) => Fault::Hang,
             Fault::PartitionLimit(limit) => match put_item_pk(&head, &body) {
                 Some(pk) if !writes.lock().is_ok_and(|mut w| w.take(&pk, limit)) => Fault::Throttle,
                 _ => Fault::Pass,

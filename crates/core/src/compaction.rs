@@ -26,6 +26,67 @@ use crate::{DAY_MS, HOUR_MS, Millis};
 use std::collections::BTreeMap;
 use time::{Date, Duration};
 
+/// Events compaction holds at once: hours of a day are read together while
+/// the events they are expected to hold ([`expected_events`]) add up to at
+/// most this; a busier hour is read alone. With every stored event at most
+/// 1 KB, the raw items and decoded events of an hour take a few KB per
+/// event (BENCHMARKS.md, "The job's memory"), so this bounds compaction's
+/// memory to a few hundred MB, or one hour's events when an hour holds more.
+pub const EVENTS_AT_ONCE: u64 = 100_000;
+
+/// Most hours read at once (each reads its shards in parallel).
+pub const MAX_HOURS_AT_ONCE: usize = 4;
+
+/// The events a manifest lists for the UTC hour starting at `hour`, if
+/// the hour is compacted.
+pub fn listed_events(manifests: &BTreeMap<Date, Manifest>, hour: Millis) -> Option<u32> {
+    let day = utc_date(hour);
+    let h = u8::try_from((hour - utc_midnight(day)) / HOUR_MS).ok()?;
+    manifests
+        .get(&day)?
+        .hours
+        .get(&crate::segment::hour_label(h))
+        .map(|e| e.events)
+}
+
+/// How many events each hour is expected to hold: what its manifest lists;
+/// for an hour not compacted yet, the busiest hour the manifests list (a
+/// site's traffic changes little from one hour to the next), or, when
+/// nothing is listed, [`EVENTS_AT_ONCE`] (read alone).
+pub fn expected_events(manifests: &BTreeMap<Date, Manifest>, hours: &[Millis]) -> Vec<u64> {
+    let busiest = manifests
+        .values()
+        .flat_map(|m| m.hours.values().map(|e| u64::from(e.events)))
+        .max()
+        .filter(|n| *n > 0)
+        .unwrap_or(EVENTS_AT_ONCE);
+    hours
+        .iter()
+        .map(|h| listed_events(manifests, *h).map_or(busiest, u64::from))
+        .collect()
+}
+
+/// Splits hours (their expected events, in order) into waves read at once:
+/// consecutive hours, at most [`MAX_HOURS_AT_ONCE`], whose expected events
+/// add up to at most `budget` (an hour over it is a wave alone). Returns
+/// each wave's length.
+pub fn waves(expected: &[u64], budget: u64) -> Vec<usize> {
+    let mut out = Vec::new();
+    let (mut len, mut sum) = (0usize, 0u64);
+    for n in expected {
+        if len > 0 && (len == MAX_HOURS_AT_ONCE || sum.saturating_add(*n) > budget) {
+            out.push(len);
+            (len, sum) = (0, 0);
+        }
+        len += 1;
+        sum = sum.saturating_add(*n);
+    }
+    if len > 0 {
+        out.push(len);
+    }
+    out
+}
+
 /// One unit of compaction work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Work {
@@ -215,6 +276,38 @@ mod tests {
             packed,
             ..Manifest::default()
         }
+    }
+
+    #[test]
+    fn hours_are_read_in_waves_that_hold_at_most_the_budget() {
+        let day = date!(2026 - 11 - 29);
+        let start = utc_midnight(day);
+        let mut listed = manifest(0..3, true);
+        for (h, n) in [(0u8, 90_000u32), (1, 5_000), (2, 250_000)] {
+            listed.hours.insert(
+                hour_label(h),
+                HourEntry {
+                    hash: "0".repeat(16),
+                    events: n,
+                },
+            );
+        }
+        let mut manifests = BTreeMap::new();
+        manifests.insert(day, listed);
+        let hours: Vec<Millis> = (0..6).map(|h| start + h * HOUR_MS).collect();
+        // Hours not compacted yet are expected to be as busy as the busiest.
+        let expected = expected_events(&manifests, &hours);
+        assert_eq!(
+            expected,
+            vec![90_000, 5_000, 250_000, 250_000, 250_000, 250_000]
+        );
+        assert_eq!(waves(&expected, EVENTS_AT_ONCE), vec![2, 1, 1, 1, 1]);
+        // Nothing known: one hour at a time.
+        let unknown = expected_events(&BTreeMap::new(), &hours);
+        assert_eq!(waves(&unknown, EVENTS_AT_ONCE), vec![1; 6]);
+        // Quiet hours: at most MAX_HOURS_AT_ONCE together.
+        assert_eq!(waves(&[10; 9], EVENTS_AT_ONCE), vec![4, 4, 1]);
+        assert!(waves(&[], EVENTS_AT_ONCE).is_empty());
     }
 
     #[test]

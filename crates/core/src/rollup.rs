@@ -6,10 +6,10 @@
 //! values and the rest folded into an `(other)` row, so totals still add up.
 //! It is stored as two items: the scalars (`ROLLUP#DAY#…`, readable by any
 //! DynamoDB client) and the dimensions (`ROLLUP#DIMS#…`, the aggregate as
-//! deflated JSON, far below DynamoDB's 400 KB item limit: N shrinks if a
-//! pathological day would not fit).
+//! deflated JSON, always below DynamoDB's 400 KB item limit: a pathological
+//! day is cut until it fits, see [`encode_dims`]).
 
-use crate::aggregate::{Aggregate, FoldSpec, fold};
+use crate::aggregate::{Aggregate, FoldSpec, Metrics, fold};
 use crate::dimension::Dimension;
 use crate::event::Event;
 use crate::filter::Filter;
@@ -23,8 +23,10 @@ use time::Date;
 
 /// Values kept per dimension by default.
 pub const DEFAULT_TOP_N: usize = 300;
-/// The largest encoded dimensions blob written (DynamoDB allows 400 KB per
-/// item; the rest of the item is a few hundred bytes).
+/// DynamoDB's largest item (attribute names and values), 400 KB.
+pub const DYNAMODB_ITEM_BYTES: usize = 400 * 1024;
+/// The largest encoded dimensions blob written ([`encode_dims`]): the rest
+/// of a day's item is a few hundred bytes, far inside [`DYNAMODB_ITEM_BYTES`].
 pub const MAX_DIMS_BYTES: usize = 350 * 1024;
 /// Most custom property keys a day's rollup keeps (the most used ones); a
 /// day with more is marked, and a breakdown by another key reads its
@@ -122,6 +124,67 @@ pub fn roll_days(
         .collect()
 }
 
+/// Events the job reads and folds at once when rolling up days: consecutive
+/// days are read together while the events their windows hold add up to
+/// at most this ([`day_batches`]); a busier day is read alone (a day's
+/// visits need all of its events in memory).
+pub const ROLL_EVENTS_AT_ONCE: u64 = 200_000;
+
+/// Splits consecutive days into batches read and folded together: as many
+/// consecutive days as hold at most `budget` events in their merged event
+/// windows ([`crate::plan::detail_window`]), as the manifests list them; a
+/// day over it alone. Hours not compacted (raw) count as empty: the job
+/// compacts every sealed hour before it rolls up.
+pub fn day_batches(
+    zone: &Zone,
+    days: &[Date],
+    manifests: &BTreeMap<Date, crate::segment::Manifest>,
+    created_at: crate::Millis,
+    now: crate::Millis,
+    budget: u64,
+) -> Vec<Vec<Date>> {
+    let events = |from: crate::Millis, to: crate::Millis| -> u64 {
+        crate::keys::hours_between(from, to)
+            .into_iter()
+            .filter_map(|h| crate::compaction::listed_events(manifests, h))
+            .map(u64::from)
+            .sum()
+    };
+    let mut out: Vec<Vec<Date>> = Vec::new();
+    let mut batch: Vec<Date> = Vec::new();
+    // The batch's window so far: its end, and the events it holds.
+    let (mut until, mut held) = (crate::Millis::MIN, 0u64);
+    for day in days {
+        let window = crate::plan::detail_window(zone, *day, created_at, now);
+        let follows = batch.last().and_then(|d| d.next_day()) == Some(*day);
+        let Some((from, to)) = window else {
+            // Nothing to read for the day: it costs the batch nothing.
+            if !follows && !batch.is_empty() {
+                out.push(std::mem::take(&mut batch));
+                (until, held) = (crate::Millis::MIN, 0);
+            }
+            batch.push(*day);
+            continue;
+        };
+        let more = events(from.max(until), to.max(until));
+        if follows && held.saturating_add(more) <= budget {
+            batch.push(*day);
+            held = held.saturating_add(more);
+            until = until.max(to);
+            continue;
+        }
+        if !batch.is_empty() {
+            out.push(std::mem::take(&mut batch));
+        }
+        batch.push(*day);
+        (until, held) = (to, events(from, to));
+    }
+    if !batch.is_empty() {
+        out.push(batch);
+    }
+    out
+}
+
 /// An aggregate with every dimension present and empty.
 pub fn empty_aggregate() -> Aggregate {
     Aggregate {
@@ -134,24 +197,228 @@ pub fn empty_aggregate() -> Aggregate {
     }
 }
 
-/// Encodes an aggregate (totals and dimensions) as deflated JSON. If the result would
-/// exceed [`MAX_DIMS_BYTES`], the longest dimensions are cut further; the
-/// returned N is the largest number of values any dimension kept.
-pub fn encode_dims(agg: &Aggregate) -> (Vec<u8>, usize) {
-    let mut agg = agg.clone();
-    loop {
-        let bytes = deflate(&serde_json::to_vec(&agg).unwrap_or_default());
-        let widest = agg
-            .dims
-            .values()
-            .chain(agg.props.values())
-            .map(|rows| rows.len())
-            .max()
-            .unwrap_or(0);
-        if bytes.len() <= MAX_DIMS_BYTES || widest <= 10 {
-            return (bytes, widest);
+/// How far [`encode_dims`] had to cut an aggregate to fit, in the order
+/// the cuts are tried (each includes the ones before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DimsCut {
+    /// Nothing beyond the top N.
+    None,
+    /// Custom property keys left out, the least used first (a breakdown by
+    /// one of them reads the day's events).
+    Props,
+    /// Dimensions cut below N rows (down to [`MIN_ROWS`]), the rest folded
+    /// into `(other)`.
+    Rows,
+    /// Labels longer than [`CLIPPED_LABEL_CHARS`] clipped (and marked with
+    /// [`CLIP_MARK`]).
+    Labels,
+    /// Totals only: every breakdown of the day reads its events.
+    TotalsOnly,
+}
+
+impl DimsCut {
+    /// A stable name, for the stored item and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Props => "props",
+            Self::Rows => "rows",
+            Self::Labels => "labels",
+            Self::TotalsOnly => "totals_only",
         }
-        shrink(&mut agg, widest * 3 / 4);
+    }
+}
+
+/// Fewest rows a dimension is cut to before labels are clipped.
+pub const MIN_ROWS: usize = 10;
+/// Longest label (characters) kept once labels are clipped.
+pub const CLIPPED_LABEL_CHARS: usize = 100;
+/// What a clipped label ends with.
+pub const CLIP_MARK: &str = "…";
+
+/// An aggregate encoded to fit ([`encode_dims`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedDims {
+    /// The deflated JSON, at most [`MAX_DIMS_BYTES`].
+    pub bytes: Vec<u8>,
+    /// The most rows any dimension or property key kept.
+    pub top_n: usize,
+    /// How far the aggregate was cut.
+    pub cut: DimsCut,
+    /// Whether property keys of the aggregate were left out.
+    pub props_cut: bool,
+}
+
+/// Encodes an aggregate (totals and dimensions) as deflated JSON of at most
+/// [`MAX_DIMS_BYTES`], so the day's item always fits in DynamoDB's 400 KB.
+/// A day too big is cut, in this order, until it fits: property keys, the
+/// least used first, then all of them (a breakdown by a key left out reads
+/// events: still exact); rows, every dimension cut towards [`MIN_ROWS`]
+/// with the rest folded into `(other)`; labels longer than
+/// [`CLIPPED_LABEL_CHARS`] clipped; at last the totals alone (every
+/// breakdown of the day then reads events, while they are kept).
+pub fn encode_dims(agg: &Aggregate) -> EncodedDims {
+    type Rows = BTreeMap<String, Metrics>;
+    let done = |bytes: Vec<u8>, top_n: usize, cut: DimsCut, props_cut: bool| EncodedDims {
+        bytes,
+        top_n,
+        cut,
+        props_cut,
+    };
+    let widest_of = |dims: &BTreeMap<Dimension, Rows>, props: &[(&String, &Rows)]| {
+        dims.values()
+            .map(BTreeMap::len)
+            .chain(props.iter().map(|(_, rows)| rows.len()))
+            .max()
+            .unwrap_or(0)
+    };
+    let view = |dims: &BTreeMap<Dimension, Rows>, props: &[(&String, &Rows)]| {
+        encode(&View {
+            totals: &agg.totals,
+            dims,
+            props: props.iter().copied().collect(),
+        })
+    };
+    // Without property keys, and each key on its own: a day far too big is
+    // never encoded whole.
+    let base = view(&agg.dims, &[]);
+    let mut keys: Vec<(&String, &Rows, u64, usize)> = agg
+        .props
+        .iter()
+        .map(|(k, rows)| (k, rows, prop_use(rows), encode(rows).len()))
+        .collect();
+    let estimate = base.len() + keys.iter().map(|k| k.3).sum::<usize>();
+    let all: Vec<(&String, &Rows)> = keys.iter().map(|(k, rows, ..)| (*k, *rows)).collect();
+    if keys.is_empty() && base.len() <= MAX_DIMS_BYTES {
+        return done(base, widest_of(&agg.dims, &[]), DimsCut::None, false);
+    }
+    if !keys.is_empty() && estimate <= 2 * MAX_DIMS_BYTES {
+        let bytes = view(&agg.dims, &all);
+        if bytes.len() <= MAX_DIMS_BYTES {
+            return done(bytes, widest_of(&agg.dims, &all), DimsCut::None, false);
+        }
+    }
+    let props_cut = !keys.is_empty();
+    // Property keys: the most used ones that fit, as estimated each on its
+    // own, then checked together (dropping one more while they do not fit).
+    if base.len() <= MAX_DIMS_BYTES {
+        keys.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(b.0)));
+        let mut room = MAX_DIMS_BYTES - base.len();
+        let mut keep = 0;
+        for (.., size) in &keys {
+            if *size > room {
+                break;
+            }
+            room -= size;
+            keep += 1;
+        }
+        while keep > 0 {
+            let kept: Vec<(&String, &Rows)> = keys[..keep]
+                .iter()
+                .map(|(k, rows, ..)| (*k, *rows))
+                .collect();
+            let bytes = view(&agg.dims, &kept);
+            if bytes.len() <= MAX_DIMS_BYTES {
+                return done(bytes, widest_of(&agg.dims, &kept), DimsCut::Props, true);
+            }
+            keep -= 1;
+        }
+        return done(base, widest_of(&agg.dims, &[]), DimsCut::Props, true);
+    }
+    // Rows, then labels, of the dimensions alone.
+    let mut cut = Aggregate {
+        totals: agg.totals.clone(),
+        dims: agg.dims.clone(),
+        props: BTreeMap::new(),
+    };
+    loop {
+        let widest = widest(&cut);
+        if widest <= MIN_ROWS {
+            break;
+        }
+        shrink(&mut cut, (widest * 3 / 4).max(MIN_ROWS));
+        let bytes = encode(&cut);
+        if bytes.len() <= MAX_DIMS_BYTES {
+            return done(bytes, widest_of(&cut.dims, &[]), DimsCut::Rows, props_cut);
+        }
+    }
+    clip_labels(&mut cut);
+    let bytes = encode(&cut);
+    if bytes.len() <= MAX_DIMS_BYTES {
+        return done(bytes, widest_of(&cut.dims, &[]), DimsCut::Labels, props_cut);
+    }
+    let mut totals = Aggregate {
+        totals: cut.totals,
+        ..Aggregate::default()
+    };
+    let mut bytes = encode(&totals);
+    if bytes.len() > MAX_DIMS_BYTES {
+        // Only revenue (one sum per currency) can make totals long.
+        totals.totals.revenue.clear();
+        bytes = encode(&totals);
+    }
+    done(bytes, 0, DimsCut::TotalsOnly, props_cut)
+}
+
+/// An aggregate's encoding from borrowed parts (the same JSON as
+/// [`Aggregate`]'s), so keys can be left out without copying the rest.
+#[derive(Serialize)]
+struct View<'a> {
+    #[serde(rename = "t")]
+    totals: &'a Metrics,
+    #[serde(rename = "d")]
+    dims: &'a BTreeMap<Dimension, BTreeMap<String, Metrics>>,
+    #[serde(rename = "p", skip_serializing_if = "BTreeMap::is_empty")]
+    props: BTreeMap<&'a String, &'a BTreeMap<String, Metrics>>,
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    deflate(&serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// The most rows any dimension or property key holds.
+fn widest(agg: &Aggregate) -> usize {
+    agg.dims
+        .values()
+        .chain(agg.props.values())
+        .map(BTreeMap::len)
+        .max()
+        .unwrap_or(0)
+}
+
+/// How much a property key is used: page views and custom events that
+/// carry it.
+fn prop_use(rows: &BTreeMap<String, Metrics>) -> u64 {
+    rows.iter()
+        .filter(|(k, _)| k.as_str() != crate::filter::NONE_VALUE)
+        .map(|(_, m)| m.pageviews + m.events)
+        .sum()
+}
+
+/// Clips every label longer than [`CLIPPED_LABEL_CHARS`], adding up rows
+/// that become one (visitors summed: an upper bound, as `(other)`'s).
+fn clip_labels(agg: &mut Aggregate) {
+    for rows in agg.dims.values_mut().chain(agg.props.values_mut()) {
+        if rows
+            .keys()
+            .all(|k| k.chars().count() <= CLIPPED_LABEL_CHARS)
+        {
+            continue;
+        }
+        let mut clipped: BTreeMap<String, Metrics> = BTreeMap::new();
+        for (k, m) in std::mem::take(rows) {
+            let label = if k.chars().count() > CLIPPED_LABEL_CHARS {
+                format!(
+                    "{}{CLIP_MARK}",
+                    crate::payload::clip(&k, CLIPPED_LABEL_CHARS)
+                )
+            } else {
+                k
+            };
+            clipped.entry(label).or_default().add(&m);
+        }
+        *rows = clipped;
     }
 }
 
@@ -159,7 +426,7 @@ pub fn encode_dims(agg: &Aggregate) -> (Vec<u8>, usize) {
 /// (visitors of the folded rows are summed: an upper bound, used only for
 /// pathological days).
 fn shrink(agg: &mut Aggregate, n: usize) {
-    use crate::aggregate::{Metrics, OTHER, rank};
+    use crate::aggregate::{OTHER, rank};
     for rows in agg.dims.values_mut().chain(agg.props.values_mut()) {
         if rows.len() <= n {
             continue;
@@ -233,10 +500,221 @@ mod tests {
         assert_eq!(pages[OTHER].visitors, 10_000 - DEFAULT_TOP_N as u64);
         let total: u64 = pages.values().map(|m| m.pageviews).sum();
         assert_eq!(total, agg.totals.pageviews);
-        let (bytes, n) = encode_dims(agg);
-        assert!(bytes.len() < 100 * 1024, "{} bytes", bytes.len());
-        assert_eq!(n, DEFAULT_TOP_N + 1);
-        assert_eq!(&decode_dims(&bytes).unwrap(), agg);
+        let encoded = encode_dims(agg);
+        assert!(
+            encoded.bytes.len() < 100 * 1024,
+            "{} bytes",
+            encoded.bytes.len()
+        );
+        assert_eq!(encoded.top_n, DEFAULT_TOP_N + 1);
+        assert_eq!((encoded.cut, encoded.props_cut), (DimsCut::None, false));
+        assert_eq!(&decode_dims(&encoded.bytes).unwrap(), agg);
+    }
+
+    /// Letters and digits that do not compress (a small xorshift).
+    fn noise(seed: &mut u64, len: usize) -> String {
+        const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        (0..len)
+            .map(|_| {
+                *seed ^= *seed << 13;
+                *seed ^= *seed >> 7;
+                *seed ^= *seed << 17;
+                CHARS[(*seed % CHARS.len() as u64) as usize] as char
+            })
+            .collect()
+    }
+
+    fn row(pageviews: u64) -> crate::aggregate::Metrics {
+        crate::aggregate::Metrics {
+            visitors: pageviews,
+            visits: pageviews,
+            pageviews,
+            events: pageviews,
+            ..Default::default()
+        }
+    }
+
+    /// Every row of every dimension and key kept adds up to the totals.
+    fn rows_add_up(agg: &Aggregate, decoded: &Aggregate) {
+        assert_eq!(decoded.totals, agg.totals);
+        for (dim, rows) in decoded.dims.iter().filter(|(d, _)| **d != Dimension::Goal) {
+            let pageviews: u64 = rows.values().map(|m| m.pageviews).sum();
+            let expected: u64 = agg.dims[dim].values().map(|m| m.pageviews).sum();
+            assert_eq!(pageviews, expected, "{dim:?}");
+        }
+        for (key, rows) in &decoded.props {
+            let events: u64 = rows.values().map(|m| m.events).sum();
+            let expected: u64 = agg.props[key].values().map(|m| m.events).sum();
+            assert_eq!(events, expected, "{key}");
+        }
+    }
+
+    #[test]
+    fn a_day_of_thirty_props_with_long_distinct_values_fits_without_its_least_used_keys() {
+        // 1,200 events, 30 keys, each value 2,000 random characters: the
+        // top 300 values of every key alone are ~13 MB deflated.
+        let mut seed = 7u64;
+        let mut agg = empty_aggregate();
+        agg.totals = row(1_200);
+        for page in 0..300 {
+            agg.dims
+                .get_mut(&Dimension::Page)
+                .unwrap()
+                .insert(format!("/p/{page}"), row(4));
+        }
+        for key in 0..30u64 {
+            let mut rows: BTreeMap<String, Metrics> = (0..DEFAULT_TOP_N)
+                .map(|_| (noise(&mut seed, 2_000), row(1 + key / 10)))
+                .collect();
+            rows.insert(crate::aggregate::OTHER.to_owned(), row(1));
+            agg.props.insert(format!("key{key:02}"), rows);
+        }
+        let encoded = encode_dims(&agg);
+        assert!(
+            encoded.bytes.len() <= MAX_DIMS_BYTES,
+            "{}",
+            encoded.bytes.len()
+        );
+        assert_eq!((encoded.cut, encoded.props_cut), (DimsCut::Props, true));
+        let decoded = decode_dims(&encoded.bytes).unwrap();
+        // The dimensions are whole; the keys kept are the most used ones.
+        assert_eq!(decoded.dims, agg.dims);
+        assert!(decoded.props.len() < agg.props.len());
+        assert!(
+            decoded.props.keys().all(|k| k.as_str() >= "key20"),
+            "{:?}",
+            decoded.props.keys()
+        );
+        rows_add_up(&agg, &decoded);
+    }
+
+    #[test]
+    fn long_labels_are_clipped_and_a_day_nothing_else_fits_keeps_its_totals() {
+        let mut seed = 11u64;
+        // Ten rows of every dimension with 50,000-character labels.
+        let mut agg = empty_aggregate();
+        agg.totals = row(200);
+        for rows in agg.dims.values_mut() {
+            for _ in 0..MIN_ROWS {
+                rows.insert(noise(&mut seed, 50_000), row(2));
+            }
+        }
+        let encoded = encode_dims(&agg);
+        assert!(encoded.bytes.len() <= MAX_DIMS_BYTES);
+        assert_eq!(encoded.cut, DimsCut::Labels);
+        let decoded = decode_dims(&encoded.bytes).unwrap();
+        assert!(
+            decoded.dims[&Dimension::Page].keys().all(|k| {
+                k.ends_with(CLIP_MARK) && k.chars().count() == CLIPPED_LABEL_CHARS + 1
+            })
+        );
+        rows_add_up(&agg, &decoded);
+
+        // Goal rows carrying revenue in thousands of currencies: no cut
+        // of rows or labels makes them fit; the totals are kept.
+        let mut agg = empty_aggregate();
+        agg.totals = row(40);
+        let goals = agg.dims.get_mut(&Dimension::Goal).unwrap();
+        for g in 0..MIN_ROWS {
+            let mut m = row(4);
+            for c in 0..20_000u32 {
+                let amount =
+                    crate::money::Amount::parse(&format!("{}.{:02}", seed % 100_000, c % 100))
+                        .unwrap();
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                m.revenue
+                    .entry(format!("C{c:05}"))
+                    .or_default()
+                    .record(amount);
+            }
+            goals.insert(format!("goal {g}"), m);
+        }
+        let encoded = encode_dims(&agg);
+        assert!(encoded.bytes.len() <= MAX_DIMS_BYTES);
+        assert_eq!(encoded.cut, DimsCut::TotalsOnly);
+        let decoded = decode_dims(&encoded.bytes).unwrap();
+        assert_eq!(decoded.totals, agg.totals);
+        assert!(decoded.dims.is_empty() && decoded.props.is_empty());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+        /// Whatever an aggregate holds, its blob fits, decodes, and keeps
+        /// the totals; rows kept still add up.
+        #[test]
+        fn every_aggregate_fits(
+            seed in 1u64..u64::MAX,
+            rows in 1usize..200,
+            label in 1usize..4_000,
+            keys in 0usize..30,
+        ) {
+            let mut seed = seed;
+            let mut agg = empty_aggregate();
+            agg.totals = row((rows * 3) as u64);
+            for (i, dim) in [Dimension::Page, Dimension::Source, Dimension::EntryPage].iter().enumerate() {
+                let r = agg.dims.get_mut(dim).unwrap();
+                for _ in 0..rows {
+                    r.insert(noise(&mut seed, label / (i + 1)), row(1));
+                }
+            }
+            for k in 0..keys {
+                let r: BTreeMap<String, Metrics> =
+                    (0..rows).map(|_| (noise(&mut seed, label), row(1))).collect();
+                agg.props.insert(format!("k{k}"), r);
+            }
+            let encoded = encode_dims(&agg);
+            proptest::prop_assert!(encoded.bytes.len() <= MAX_DIMS_BYTES);
+            let decoded = decode_dims(&encoded.bytes).unwrap();
+            proptest::prop_assert_eq!(encoded.props_cut, decoded.props.len() < agg.props.len());
+            rows_add_up(&agg, &decoded);
+        }
+    }
+
+    #[test]
+    fn busy_days_are_folded_alone_and_quiet_ones_together() {
+        use crate::segment::{HourEntry, Manifest, hour_label};
+        let first = date!(2026 - 11 - 01);
+        let days: Vec<Date> = (0..6).map(|i| first + time::Duration::days(i)).collect();
+        let mut manifests = BTreeMap::new();
+        for (i, day) in days.iter().enumerate() {
+            // Day 3 holds 192,000 events, the others 24,000.
+            let per_hour = if i == 3 { 8_000 } else { 1_000 };
+            let hours = (0u8..24)
+                .map(|h| {
+                    (
+                        hour_label(h),
+                        HourEntry {
+                            hash: "0".repeat(16),
+                            events: per_hour,
+                        },
+                    )
+                })
+                .collect();
+            manifests.insert(
+                *day,
+                Manifest {
+                    hours,
+                    ..Manifest::default()
+                },
+            );
+        }
+        let now = utc_midnight(first) + 30 * crate::DAY_MS;
+        let batches = |budget| day_batches(&Zone::utc(), &days, &manifests, 0, now, budget);
+        assert_eq!(batches(u64::MAX), vec![days.clone()]);
+        assert_eq!(
+            batches(ROLL_EVENTS_AT_ONCE),
+            vec![days[..3].to_vec(), days[3..4].to_vec(), days[4..].to_vec()]
+        );
+        // A budget below one day: a day at a time.
+        assert_eq!(batches(1).len(), days.len());
+        // Days that do not follow each other are never read together.
+        let gaps = [days[0], days[2]];
+        assert_eq!(
+            day_batches(&Zone::utc(), &gaps, &manifests, 0, now, u64::MAX).len(),
+            2
+        );
     }
 
     #[test]

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant, SystemTime};
 use tally_store::Store;
 use tally_store::clock::Clock;
 
-/// The run's EMF lines ([`tally_core::metrics`]): days written, sites
-/// processed and failed, whether the run reached every site, and the age
-/// of the oldest settled day still without a rollup.
+/// The run's EMF lines ([`tally_core::metrics`]): days written and days
+/// failed, sites processed, failed (with an error, a failed day, or
+/// skipped because quarantined: the failed-sites alarm) and quarantined,
+/// whether the run reached every site, and the age of the oldest settled
+/// day still without a rollup.
 pub fn metric_lines(report: &RunReport, now: tally_core::Millis) -> Vec<String> {
     use tally_core::metrics::{Metric, Unit, line};
     let n = |v: usize| v as f64;
@@ -19,7 +21,13 @@ pub fn metric_lines(report: &RunReport, now: tally_core::Millis) -> Vec<String> 
         &[
             Metric::one("DaysWritten", Unit::Count, n(report.days_written)),
             Metric::one("SitesProcessed", Unit::Count, n(report.processed.len())),
-            Metric::one("SitesFailed", Unit::Count, n(report.failed.len())),
+            Metric::one("DaysFailed", Unit::Count, n(report.failed_days.len())),
+            Metric::one(
+                "SitesFailed",
+                Unit::Count,
+                n(report.failed.len() + report.quarantined.len()),
+            ),
+            Metric::one("SitesQuarantined", Unit::Count, n(report.quarantined.len())),
             Metric::one(
                 "RunFinished",
                 Unit::Count,
@@ -70,6 +78,8 @@ pub async fn handle<C: Clock>(
     tracing::info!(
         processed = report.processed.len(),
         failed = report.failed.len(),
+        days_failed = report.failed_days.len(),
+        quarantined = report.quarantined.len(),
         days_written = report.days_written,
         finished = report.finished,
         "rollup run"

@@ -14,29 +14,40 @@
 //! - never overwrites a day marked as imported (checked atomically).
 //!
 //! Sites run with bounded concurrency; one site's failure is reported and
-//! does not stop the others; a time budget ends a run early and a cursor in
-//! `JOBS` / `JOB#rollup` makes the next run continue after the last finished
-//! site. Segments and rollups are pure functions of raw events, so
-//! re-running changes nothing.
+//! does not stop the others, and within a site one day's failure is
+//! reported ([`FailedDay`]) and does not stop its other days; a time budget
+//! ends a run early and a cursor in `JOBS` / `JOB#rollup` makes the next
+//! run continue after the last finished site; a site runs keep crashing in
+//! (out of memory, out of time) is set aside ([`quarantine`]). Segments and
+//! rollups are pure functions of raw events, so re-running changes nothing.
+//!
+//! Memory: compaction reads hours in waves of at most
+//! [`tally_core::compaction::EVENTS_AT_ONCE`] expected events; rollups read
+//! and fold consecutive days in batches of at most
+//! [`JobConfig::roll_events`] events ([`tally_core::rollup::day_batches`]),
+//! a busier day alone (BENCHMARKS.md, "The job's memory").
 
 pub mod compact;
 pub mod handler;
+pub mod quarantine;
 
-use crate::compact::{CompactReport, compact_site};
-use futures::stream::{FuturesOrdered, StreamExt};
+use crate::compact::{CompactReport, Shrink, compact_days_with, compact_site};
+use futures::stream::{FuturesUnordered, StreamExt};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
+use tally_core::goal::Matcher;
 use tally_core::plan::{self, Inputs, RollupFit};
 use tally_core::range::DateRange;
 use tally_core::rollup::{
-    DEFAULT_TOP_N, RollupSource, compile_goals, goals_fingerprint, prop_keys, roll_days,
+    DEFAULT_TOP_N, DimsCut, ROLL_EVENTS_AT_ONCE, RollupSource, compile_goals, day_batches,
+    goals_fingerprint, prop_keys, roll_days,
 };
 use tally_core::site::Site;
 use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
-use tally_core::zone::{utc_date, utc_midnight};
+use tally_core::zone::{Zone, utc_date, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, Millis};
 use tally_store::rollups::{RollupMeta, RollupWrite};
 use tally_store::{Store, StoreError};
@@ -82,6 +93,12 @@ pub struct JobConfig {
     /// Writes a second one partition key takes, for the shard plan
     /// ([`tally_core::shard::planned`]).
     pub partition_writes: u32,
+    /// Most settled days a site rolls up per run beyond the trailing window
+    /// (gaps, stale goals, days written before the DIMS item came first),
+    /// newest first: a long gap is filled over several runs.
+    pub fill_days: usize,
+    /// Events read and folded at once ([`day_batches`]).
+    pub roll_events: u64,
 }
 
 impl Default for JobConfig {
@@ -97,17 +114,47 @@ impl Default for JobConfig {
             site: None,
             days: None,
             partition_writes: tally_core::shard::PARTITION_WRITES,
+            fill_days: 31,
+            roll_events: ROLL_EVENTS_AT_ONCE,
         }
     }
+}
+
+/// Which step of the job a day failed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Compaction (the day is a UTC day).
+    Compact,
+    /// Rolling up (the day is a site-local day).
+    Rollup,
+}
+
+/// A day the job could not compact or roll up; the site's other days went
+/// on, and the next run tries it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FailedDay {
+    /// The day (UTC for compaction, local for a rollup).
+    pub day: Date,
+    /// The step.
+    pub step: Step,
+    /// The error.
+    pub error: String,
 }
 
 /// What a run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RunReport {
-    /// Sites rolled up.
+    /// Sites rolled up, every due day of them (by id).
     pub processed: Vec<String>,
-    /// Sites that failed, with the reason.
+    /// Sites that failed, or some of whose days failed, with the reason
+    /// (by id).
     pub failed: Vec<(String, String)>,
+    /// The days that failed, by site (their sites are in `failed`).
+    pub failed_days: Vec<(String, FailedDay)>,
+    /// Sites skipped because runs keep crashing in them, with the reason
+    /// ([`quarantine`]; by id).
+    pub quarantined: Vec<(String, String)>,
     /// Days written.
     pub days_written: usize,
     /// Days left alone because they are imported.
@@ -129,6 +176,8 @@ pub struct RunReport {
 pub struct SiteReport {
     /// Days written.
     pub written: Vec<Date>,
+    /// Days that failed (the others went on).
+    pub failed_days: Vec<FailedDay>,
     /// Days kept because they are imported.
     pub kept_imported: Vec<Date>,
     /// What compaction did.
@@ -142,6 +191,12 @@ pub struct SiteReport {
 
 /// Runs the job over every site (or the configured one), continuing after
 /// the stored cursor. `progress` is called after each site.
+///
+/// A scheduled run (no `config.site`) keeps the state [`quarantine`]
+/// needs: each site is marked before it starts and cleared when it
+/// finishes, a site found marked runs alone, and one marked by
+/// [`quarantine::MAX_UNFINISHED`] runs is skipped for a while. Sites finish
+/// in any order; the cursor is the last site of the run's finished prefix.
 pub async fn run(
     store: &Store,
     now: Millis,
@@ -149,6 +204,7 @@ pub async fn run(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<RunReport, StoreError> {
     let began = Instant::now();
+    let scheduled = config.site.is_none();
     let mut state = store.job(JOB_NAME).await?.unwrap_or_default();
     let items = store.site_items().await?;
     let mut report = RunReport::default();
@@ -157,31 +213,55 @@ pub async fn run(
         .filter(|(id, _)| config.site.as_ref().is_none_or(|only| only == id))
         .collect();
     sites.sort_by(|a, b| a.0.cmp(&b.0));
-    let resume = config
-        .site
-        .is_none()
-        .then(|| state.cursor.clone())
-        .flatten();
+    let resume = scheduled.then(|| state.cursor.clone()).flatten();
     let start = resume
         .as_ref()
         .map_or(0, |c| sites.partition_point(|(id, _)| id <= c));
     let todo = &sites[start..];
-    if state.cursor.is_none() || config.site.is_some() {
+    if state.cursor.is_none() || !scheduled {
         state.run_started = now;
     }
+    if scheduled {
+        for site in quarantine::begin_run(&mut state, now) {
+            tracing::error!(site = %site, attempts = quarantine::MAX_UNFINISHED, "site quarantined: runs keep stopping inside it (out of memory or time); skipped until it is over");
+        }
+        store.put_job(JOB_NAME, &state).await?;
+    }
 
-    let mut pending = FuturesOrdered::new();
-    let mut queue = todo.iter();
+    // Whether each site of `todo` is done (finished or skipped).
+    let mut done = vec![false; todo.len()];
+    let mut pending = FuturesUnordered::new();
+    let mut next = 0;
     let mut reached = 0;
+    let mut alone = false;
     let concurrency = config.concurrency.max(1);
     loop {
         let budget_left = config.deadline.is_none_or(|d| Instant::now() < d)
             && config.max_sites.is_none_or(|m| reached + pending.len() < m);
-        while pending.len() < concurrency && (budget_left || reached + pending.len() == 0) {
-            match queue.next() {
-                Some(entry) => pending.push_back(roll_entry(store, entry, now, began, config)),
-                None => break,
+        while !alone
+            && pending.len() < concurrency
+            && next < todo.len()
+            && (budget_left || reached + pending.len() == 0)
+        {
+            let entry = &todo[next];
+            if scheduled && let Some(q) = quarantine::skipped(&state, &entry.0, now) {
+                tracing::error!(site = %entry.0, until = q.until, reason = %q.reason, "site quarantined: skipped");
+                report.quarantined.push((entry.0.clone(), q.reason.clone()));
+                done[next] = true;
+                next += 1;
+                continue;
             }
+            let suspect = scheduled && quarantine::suspect(&state, &entry.0);
+            if suspect && !pending.is_empty() {
+                break;
+            }
+            if scheduled {
+                quarantine::started(&mut state, &entry.0);
+                store.put_job(JOB_NAME, &state).await?;
+            }
+            pending.push(roll_entry(store, entry, next, now, began, config));
+            next += 1;
+            alone = suspect;
             if config
                 .max_sites
                 .is_some_and(|m| reached + pending.len() >= m)
@@ -189,9 +269,11 @@ pub async fn run(
                 break;
             }
         }
-        let Some((id, out)) = pending.next().await else {
+        let Some((at, out)) = pending.next().await else {
             break;
         };
+        alone = false;
+        let id = &todo[at].0;
         match out {
             Ok(site_report) => {
                 report.days_written += site_report.written.len();
@@ -203,7 +285,24 @@ pub async fn run(
                 if let Some(shards) = site_report.resharded {
                     report.resharded.push((id.clone(), shards));
                 }
-                report.processed.push(id.clone());
+                if site_report.failed_days.is_empty() {
+                    report.processed.push(id.clone());
+                } else {
+                    let first = &site_report.failed_days[0];
+                    report.failed.push((
+                        id.clone(),
+                        format!(
+                            "{} day(s) failed, the first {} ({:?}): {}",
+                            site_report.failed_days.len(),
+                            first.day,
+                            first.step,
+                            first.error
+                        ),
+                    ));
+                    report
+                        .failed_days
+                        .extend(site_report.failed_days.into_iter().map(|f| (id.clone(), f)));
+                }
             }
             Err(e) => {
                 tracing::error!(site = %id, error = %e, "rollup failed for a site");
@@ -211,10 +310,23 @@ pub async fn run(
             }
         }
         reached += 1;
-        progress(&id);
-        if config.site.is_none() {
-            state.cursor = Some(id.clone());
+        done[at] = true;
+        progress(id);
+        if scheduled {
+            quarantine::finished(&mut state, id);
+            let prefix = done.iter().take_while(|d| **d).count();
+            if prefix > 0 {
+                state.cursor = Some(todo[prefix - 1].0.clone());
+            }
             store.put_job(JOB_NAME, &state).await?;
+        } else if report.failed.iter().all(|(f, _)| f != id) {
+            // A site run by hand that finishes is no longer set aside.
+            let mut fresh = store.job(JOB_NAME).await?.unwrap_or_default();
+            if fresh.quarantined.contains_key(id) || fresh.unfinished.contains_key(id) {
+                quarantine::finished(&mut fresh, id);
+                store.put_job(JOB_NAME, &fresh).await?;
+                tracing::info!(site = %id, "a site run by hand finished: no longer set aside");
+            }
         }
         let out_of_time = config.deadline.is_some_and(|d| Instant::now() >= d);
         let out_of_sites = config.max_sites.is_some_and(|m| reached >= m);
@@ -223,8 +335,14 @@ pub async fn run(
         }
     }
     drop(pending);
-    report.finished = reached >= todo.len();
-    if config.site.is_none() {
+    report.finished = done.iter().all(|d| *d);
+    report.processed.sort();
+    report.failed.sort();
+    report
+        .failed_days
+        .sort_by(|a, b| (&a.0, a.1.day).cmp(&(&b.0, b.1.day)));
+    report.quarantined.sort();
+    if scheduled {
         state.failed = report.failed.iter().map(|(id, _)| id.clone()).collect();
         if report.finished {
             state.cursor = None;
@@ -236,12 +354,14 @@ pub async fn run(
 }
 
 type SiteFuture<'a> =
-    Pin<Box<dyn Future<Output = (String, Result<SiteReport, StoreError>)> + Send + 'a>>;
+    Pin<Box<dyn Future<Output = (usize, Result<SiteReport, StoreError>)> + Send + 'a>>;
 
-/// Rolls up one listed site (a boxed future, so a run can be spawned).
+/// Rolls up one listed site (a boxed future, so a run can be spawned);
+/// `at` comes back with the outcome.
 fn roll_entry<'a>(
     store: &'a Store,
     entry: &'a (String, Result<Site, StoreError>),
+    at: usize,
     now: Millis,
     began: Instant,
     config: &'a JobConfig,
@@ -265,7 +385,7 @@ fn roll_entry<'a>(
                     None
                 });
         }
-        (entry.0.clone(), out)
+        (at, out)
     })
 }
 
@@ -280,14 +400,28 @@ pub fn gap_lookback_days(site: &Site) -> u32 {
     history.max(site.retention_days)
 }
 
+/// What is stored of a day's rollup, as the job sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// Computed or imported.
+    pub source: RollupSource,
+    /// Computed with the site's current goal definitions.
+    pub goals_current: bool,
+    /// Its DIMS item was written before its DAY item; else (a DAY item
+    /// written before that order) the DIMS item may be missing.
+    pub dims: bool,
+}
+
 /// The days of a site the job (re)computes at `now`: the trailing window,
-/// and settled days of the lookback without a rollup (or with stale goals).
-/// Days whose events are gone are dropped later, by the read plan.
+/// and settled days of the lookback without a rollup (or with stale goals,
+/// or written before the DIMS item came first). Days whose events are gone
+/// are dropped later, by the read plan; of the others, a run rolls up the
+/// trailing window and the newest [`JobConfig::fill_days`] ([`rollup_site`]).
 pub fn days_to_roll(
     site: &Site,
     now: Millis,
     config: &JobConfig,
-    existing: &dyn Fn(Date) -> Option<(RollupSource, bool)>,
+    existing: &dyn Fn(Date) -> Option<Stored>,
 ) -> Vec<Date> {
     let zone = site.zone();
     let today = zone.local_date(now);
@@ -302,14 +436,14 @@ pub fn days_to_roll(
             let mut d = today - time::Duration::days(i64::from(gap_lookback_days(site)) + 1);
             while d < today {
                 if is_settled(&zone, d, now, config.settle_ms) {
-                    match existing(d) {
-                        None => {
-                            days.insert(d);
+                    let due = match existing(d) {
+                        None => true,
+                        Some(s) => {
+                            s.source == RollupSource::Computed && (!s.goals_current || !s.dims)
                         }
-                        Some((RollupSource::Computed, goals_current)) if !goals_current => {
-                            days.insert(d);
-                        }
-                        _ => {}
+                    };
+                    if due {
+                        days.insert(d);
                     }
                 }
                 d = d.next_day().unwrap_or(today);
@@ -319,24 +453,55 @@ pub fn days_to_roll(
     days.into_iter()
         .filter(|d| created.is_none_or(|c| *d >= c))
         .filter(|d| is_complete(&zone, *d, now))
-        .filter(|d| !matches!(existing(*d), Some((RollupSource::Imported, _))))
+        .filter(|d| !matches!(existing(*d), Some(s) if s.source == RollupSource::Imported))
         .collect()
 }
 
 /// Compacts one site, then rolls up its due days. (The scheduled run then
-/// plans its shards, [`reshard_site`].)
+/// plans its shards, [`reshard_site`].) A day that fails in either step is
+/// reported in [`SiteReport::failed_days`]; the others go on.
 pub async fn roll_site(
     store: &Store,
     site: &Site,
     now: Millis,
     config: &JobConfig,
 ) -> Result<SiteReport, StoreError> {
-    let compaction = if config.compact {
+    let (compaction, mut failed) = if config.compact {
         compact_site(store, site, now, config.trailing_days).await?
     } else {
-        CompactReport::default()
+        (CompactReport::default(), Vec::new())
     };
     let mut report = rollup_site(store, site, now, config).await?;
+    report.compaction = compaction;
+    failed.append(&mut report.failed_days);
+    report.failed_days = failed;
+    Ok(report)
+}
+
+/// Repairs the UTC days `[from, to]` of a site (`tally rollup --repair`):
+/// they are re-read from raw storage and their segments rewritten even
+/// where raw holds fewer events than the compacted hours (which the job
+/// never does on its own), then every local day they reach is rolled up
+/// again.
+pub async fn repair(
+    store: &Store,
+    site: &Site,
+    now: Millis,
+    from: Date,
+    to: Date,
+    config: &JobConfig,
+) -> Result<SiteReport, StoreError> {
+    let compaction = compact_days_with(store, site, now, from, to, Shrink::Allow).await?;
+    // A local day's window reaches at most a day either side of its date.
+    let one = time::Duration::days(1);
+    let days = JobConfig {
+        days: Some(DateRange {
+            from: from - one,
+            to: to + one,
+        }),
+        ..config.clone()
+    };
+    let mut report = rollup_site(store, site, now, &days).await?;
     report.compaction = compaction;
     Ok(report)
 }
@@ -382,8 +547,21 @@ pub async fn reshard_site(
     Ok(changed.then_some(change.shards))
 }
 
+/// What folding a site's days needs besides the events.
+struct Fold<'a> {
+    site: &'a Site,
+    zone: Zone,
+    now: Millis,
+    config: &'a JobConfig,
+    goals: Vec<(String, Matcher)>,
+    fp: String,
+}
+
 /// Rolls up one site's due days, each folded from the events the read plan
-/// names (segments, raw hours not compacted yet).
+/// names (segments, raw hours not compacted yet), a few consecutive days at
+/// a time ([`day_batches`]). A batch whose read fails is tried again a day
+/// at a time; a day that still fails, or whose write fails, is reported
+/// and the others go on.
 pub async fn rollup_site(
     store: &Store,
     site: &Site,
@@ -393,77 +571,103 @@ pub async fn rollup_site(
     let zone = site.zone();
     let today = zone.local_date(now);
     let goals = store.goals(&site.id).await?;
-    let fp = goals_fingerprint(&goals);
-    let compiled = compile_goals(&goals);
+    let fold = Fold {
+        site,
+        zone: zone.clone(),
+        now,
+        config,
+        fp: goals_fingerprint(&goals),
+        goals: compile_goals(&goals),
+    };
     let look_from = config
         .days
         .map(|r| r.from)
         .unwrap_or(today - time::Duration::days(i64::from(gap_lookback_days(site)) + 2));
     let look_to = config.days.map(|r| r.to).unwrap_or(today);
     let existing = store.rollup_scalars(&site.id, look_from, look_to).await?;
-    let days = days_to_roll(site, now, config, &|d| {
-        existing.get(&d).map(|s| (s.source, s.goals_fp == fp))
+    let due = days_to_roll(site, now, config, &|d| {
+        existing.get(&d).map(|s| Stored {
+            source: s.source,
+            goals_current: s.goals_fp == fold.fp,
+            dims: s.dims,
+        })
     });
     let mut report = SiteReport::default();
     // Due days whose events are gone: they can never be rolled up, and are
     // not the job being behind.
     let mut lost: Vec<Date> = Vec::new();
-    for run in contiguous(&days) {
+    // Beyond the trailing window, the newest readable days first, at most
+    // `fill_days` a run.
+    let trailing_from = today - time::Duration::days(i64::from(config.trailing_days));
+    let mut fill_left = if config.days.is_some() {
+        usize::MAX
+    } else {
+        config.fill_days
+    };
+    for run in contiguous(&due).into_iter().rev() {
         let range = DateRange {
             from: run[0],
             to: run[run.len() - 1],
         };
         let manifests = match plan::manifest_days(&zone, range, site.created_at, now) {
-            Some((from, to)) => store.manifests(&site.id, from, to, now).await?,
+            Some((from, to)) => match store.manifests(&site.id, from, to, now).await {
+                Ok(m) => m,
+                Err(e) => {
+                    fail_days(&mut report, site, run, &e);
+                    continue;
+                }
+            },
             None => Default::default(),
         };
-        let plan = plan::plan(&Inputs {
-            zone: &zone,
-            range,
-            now,
-            settle: config.settle_ms,
-            created_at: site.created_at,
-            retention_days: site.retention_days,
-            rollups: &|_| RollupFit::None,
-            manifests: &manifests,
-        });
-        if !plan.reads_events() {
-            lost.extend(run.iter().copied());
-            continue;
+        let readable = plan_of(&fold, range, &manifests).days;
+        lost.extend(run.iter().filter(|d| !readable.contains_key(d)));
+        let mut chosen: Vec<Date> = Vec::new();
+        for day in run.iter().rev().filter(|d| readable.contains_key(d)) {
+            if *day < trailing_from {
+                if fill_left == 0 {
+                    continue;
+                }
+                fill_left -= 1;
+            }
+            chosen.push(*day);
         }
-        let detail = store.read_detail(site, plan, now).await?;
-        // Days whose events are gone (or unreadable) keep what they have.
-        let answered: Vec<Date> = run
-            .iter()
-            .filter(|d| detail.plan.days.contains_key(d))
-            .copied()
-            .collect();
-        lost.extend(run.iter().filter(|d| !answered.contains(d)).copied());
-        let (props, props_cut) = prop_keys(&detail.events);
-        let meta = RollupMeta {
-            source: RollupSource::Computed,
-            goals_fp: &fp,
-            props_cut,
-            computed_at: now,
-        };
-        let rolled = roll_days(
-            &detail.events,
-            &zone,
-            &answered,
-            &compiled,
-            &props,
-            config.top_n,
-        );
-        for (day, agg) in rolled {
-            match store.put_rollup(&site.id, day, &agg, &meta).await? {
-                RollupWrite::Written => report.written.push(day),
-                RollupWrite::KeptImported => report.kept_imported.push(day),
+        chosen.reverse();
+        for part in contiguous(&chosen) {
+            for batch in day_batches(
+                &zone,
+                part,
+                &manifests,
+                site.created_at,
+                now,
+                config.roll_events,
+            ) {
+                match roll_batch(store, &fold, &batch, &manifests, &mut report, &mut lost).await {
+                    Ok(()) => {}
+                    Err(e) if batch.len() == 1 => fail_days(&mut report, site, &batch, &e),
+                    Err(_) => {
+                        // Find the days whose events cannot be read.
+                        for day in &batch {
+                            if let Err(e) = roll_batch(
+                                store,
+                                &fold,
+                                &[*day],
+                                &manifests,
+                                &mut report,
+                                &mut lost,
+                            )
+                            .await
+                            {
+                                fail_days(&mut report, site, &[*day], &e);
+                            }
+                        }
+                    }
+                }
             }
         }
     }
     // Settled days that were due, had no rollup and still have none though
     // their events can be read: the job's lag, for the metric and alarm.
-    report.oldest_unrolled_ms = days
+    report.oldest_unrolled_ms = due
         .iter()
         .filter(|d| {
             is_settled(&zone, **d, now, config.settle_ms)
@@ -478,8 +682,106 @@ pub async fn rollup_site(
     Ok(report)
 }
 
-/// Splits sorted days into runs of consecutive days (at most 31 long, so a
-/// run's raw window stays bounded).
+/// Reads and folds a batch of consecutive days and writes each one's
+/// rollup (a failed write is reported for its day). Fails if the events
+/// cannot be read.
+async fn roll_batch(
+    store: &Store,
+    fold: &Fold<'_>,
+    run: &[Date],
+    manifests: &std::collections::BTreeMap<Date, tally_core::segment::Manifest>,
+    report: &mut SiteReport,
+    lost: &mut Vec<Date>,
+) -> Result<(), StoreError> {
+    let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        return Ok(());
+    };
+    let Fold {
+        site, zone, now, ..
+    } = fold;
+    let plan = plan_of(
+        fold,
+        DateRange {
+            from: *first,
+            to: *last,
+        },
+        manifests,
+    );
+    if !plan.reads_events() {
+        lost.extend(run.iter().copied());
+        return Ok(());
+    }
+    let detail = store.read_detail(site, plan, *now).await?;
+    // Days whose events are gone (or unreadable) keep what they have.
+    let answered: Vec<Date> = run
+        .iter()
+        .filter(|d| detail.plan.days.contains_key(d))
+        .copied()
+        .collect();
+    lost.extend(run.iter().filter(|d| !answered.contains(d)).copied());
+    let (props, props_cut) = prop_keys(&detail.events);
+    let meta = RollupMeta {
+        source: RollupSource::Computed,
+        goals_fp: &fold.fp,
+        props_cut,
+        computed_at: *now,
+    };
+    let rolled = roll_days(
+        &detail.events,
+        zone,
+        &answered,
+        &fold.goals,
+        &props,
+        fold.config.top_n,
+    );
+    drop(detail);
+    for (day, agg) in rolled {
+        match store.put_rollup(&site.id, day, &agg, &meta).await {
+            Ok(RollupWrite::Written(cut)) => {
+                if cut != DimsCut::None {
+                    tracing::warn!(site = %site.id, day = %day, cut = cut.name(), "a day's breakdowns were cut to fit DynamoDB's item limit");
+                }
+                report.written.push(day);
+            }
+            Ok(RollupWrite::KeptImported) => report.kept_imported.push(day),
+            Err(e) => fail_days(report, site, &[day], &e),
+        }
+    }
+    Ok(())
+}
+
+/// The read plan of a range of days, from events only.
+fn plan_of(
+    fold: &Fold<'_>,
+    range: DateRange,
+    manifests: &std::collections::BTreeMap<Date, tally_core::segment::Manifest>,
+) -> plan::Plan {
+    plan::plan(&Inputs {
+        zone: &fold.zone,
+        range,
+        now: fold.now,
+        settle: fold.config.settle_ms,
+        created_at: fold.site.created_at,
+        retention_days: fold.site.retention_days,
+        rollups: &|_| RollupFit::None,
+        manifests,
+    })
+}
+
+/// Reports days whose rollup failed.
+fn fail_days(report: &mut SiteReport, site: &Site, days: &[Date], e: &StoreError) {
+    for day in days {
+        tracing::error!(site = %site.id, day = %day, error = %e, "rolling up a day failed; the site's other days go on");
+        report.failed_days.push(FailedDay {
+            day: *day,
+            step: Step::Rollup,
+            error: e.to_string(),
+        });
+    }
+}
+
+/// Splits sorted days into runs of consecutive days (at most 31 long: one
+/// Query of manifests each; [`day_batches`] then sizes what is read at once).
 fn contiguous(days: &[Date]) -> Vec<&[Date]> {
     let mut out = Vec::new();
     let mut start = 0;
@@ -535,13 +837,23 @@ mod tests {
         let imported = date!(2026 - 11 - 25);
         let rolled = date!(2026 - 11 - 24);
         let stale = date!(2026 - 11 - 23);
+        let stored = |source, goals_current, dims| {
+            Some(Stored {
+                source,
+                goals_current,
+                dims,
+            })
+        };
+        let no_dims = date!(2026 - 11 - 22);
         let days = days_to_roll(&site, now, &config, &|d| {
             if d == imported {
-                Some((RollupSource::Imported, true))
+                stored(RollupSource::Imported, true, false)
             } else if d == rolled {
-                Some((RollupSource::Computed, true))
+                stored(RollupSource::Computed, true, true)
             } else if d == stale {
-                Some((RollupSource::Computed, false))
+                stored(RollupSource::Computed, false, true)
+            } else if d == no_dims {
+                stored(RollupSource::Computed, true, false)
             } else {
                 None
             }
@@ -563,6 +875,10 @@ mod tests {
         assert!(
             days.contains(&stale),
             "a day computed with other goals is redone"
+        );
+        assert!(
+            days.contains(&no_dims),
+            "a day written before its DIMS item was is redone"
         );
         assert!(
             !days.contains(&date!(2026 - 11 - 30)),

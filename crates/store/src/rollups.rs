@@ -1,6 +1,12 @@
 //! Day rollups: `SITE#{site}` / `ROLLUP#DAY#{date}` (scalars, plain
-//! attributes) and `ROLLUP#DIMS#{date}` (the whole aggregate, deflated).
+//! attributes) and `ROLLUP#DIMS#{date}` (the whole aggregate, deflated,
+//! cut to fit DynamoDB's item limit by [`encode_dims`]).
 //! A range of days is read with one Query per item kind.
+//!
+//! The DIMS item is written first and the DAY item after it, so a DAY item
+//! says its DIMS item was written ([`DayScalars::dims`]); a DAY item
+//! without that mark was written before this order (its DIMS write may
+//! have failed) and the job rolls the day up again.
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
@@ -13,7 +19,9 @@ use std::collections::BTreeMap;
 use tally_core::Millis;
 use tally_core::aggregate::{Aggregate, Metrics};
 use tally_core::keys;
-use tally_core::rollup::{DIMS_VERSION, RollupSource, decode_dims, encode_dims};
+use tally_core::rollup::{
+    DIMS_VERSION, DYNAMODB_ITEM_BYTES, DimsCut, EncodedDims, RollupSource, decode_dims, encode_dims,
+};
 use tally_core::zone::{format_date, parse_date};
 use time::Date;
 
@@ -43,6 +51,11 @@ pub struct DayScalars {
     pub goals_fp: String,
     /// When it was computed.
     pub computed_at: Millis,
+    /// Whether the day's DIMS item was written before this one (every DAY
+    /// item written since the DIMS item is written first; `false` on an
+    /// older one, whose DIMS write may have failed).
+    #[serde(default)]
+    pub dims: bool,
 }
 
 impl DayScalars {
@@ -90,15 +103,18 @@ pub struct RollupMeta<'a> {
 /// What writing a day's rollup did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RollupWrite {
-    /// Both items written.
-    Written,
+    /// Both items written; how far the dimensions had to be cut to fit.
+    Written(DimsCut),
     /// The day is imported history and was left alone.
     KeptImported,
 }
 
 impl Store {
     /// Writes a day's rollup (two PutItems), unless the stored day is
-    /// imported: the condition makes that check atomic.
+    /// imported: the condition makes that check atomic. The DIMS item is
+    /// written first (cut to fit, [`encode_dims`]), then the DAY item, so a
+    /// failure leaves the day without its DAY item, and the job rolls it
+    /// up again.
     pub async fn put_rollup(
         &self,
         site: &str,
@@ -109,9 +125,23 @@ impl Store {
         let RollupMeta {
             source,
             goals_fp,
-            props_cut,
             computed_at,
+            ..
         } = *meta;
+        let encoded = encode_dims(agg);
+        let cut = encoded.cut;
+        let item = dims_item(site, day, encoded, meta);
+        let size = item_size(&item);
+        if size > DYNAMODB_ITEM_BYTES {
+            // Not reached: the blob is at most MAX_DIMS_BYTES and the rest
+            // a few hundred bytes; refused here rather than by DynamoDB.
+            return Err(StoreError::Request(format!(
+                "rollup item of {size} bytes is over DynamoDB's limit"
+            )));
+        }
+        if !self.put_unless_imported(item, source).await? {
+            return Ok(RollupWrite::KeptImported);
+        }
         let scalars = DayScalars {
             day: format_date(day),
             visitors: agg.totals.visitors,
@@ -124,6 +154,7 @@ impl Store {
             source,
             goals_fp: goals_fp.to_owned(),
             computed_at,
+            dims: true,
         };
         let item = crate::item::with_keys(
             &scalars,
@@ -134,28 +165,7 @@ impl Store {
         if !self.put_unless_imported(item, source).await? {
             return Ok(RollupWrite::KeptImported);
         }
-        let (blob, top_n) = encode_dims(agg);
-        let mut item = key(keys::site_pk(site), keys::rollup_dims_sk(day));
-        item.insert("day".into(), AttributeValue::S(format_date(day)));
-        item.insert("data".into(), AttributeValue::B(Blob::new(blob)));
-        item.insert("v".into(), AttributeValue::N(DIMS_VERSION.to_string()));
-        item.insert("top_n".into(), AttributeValue::N(top_n.to_string()));
-        item.insert(
-            "source".into(),
-            AttributeValue::S(source_name(source).into()),
-        );
-        item.insert("goals_fp".into(), AttributeValue::S(goals_fp.to_owned()));
-        if props_cut {
-            item.insert("props_cut".into(), AttributeValue::Bool(true));
-        }
-        item.insert(
-            "computed_at".into(),
-            AttributeValue::N(computed_at.to_string()),
-        );
-        if !self.put_unless_imported(item, source).await? {
-            return Ok(RollupWrite::KeptImported);
-        }
-        Ok(RollupWrite::Written)
+        Ok(RollupWrite::Written(cut))
     }
 
     async fn put_unless_imported(
@@ -248,9 +258,90 @@ impl Store {
     }
 }
 
+/// The DIMS item of a day.
+fn dims_item(site: &str, day: Date, encoded: EncodedDims, meta: &RollupMeta<'_>) -> Item {
+    let mut item = key(keys::site_pk(site), keys::rollup_dims_sk(day));
+    item.insert("day".into(), AttributeValue::S(format_date(day)));
+    item.insert("data".into(), AttributeValue::B(Blob::new(encoded.bytes)));
+    item.insert("v".into(), AttributeValue::N(DIMS_VERSION.to_string()));
+    item.insert("top_n".into(), AttributeValue::N(encoded.top_n.to_string()));
+    item.insert(
+        "source".into(),
+        AttributeValue::S(source_name(meta.source).into()),
+    );
+    item.insert(
+        "goals_fp".into(),
+        AttributeValue::S(meta.goals_fp.to_owned()),
+    );
+    if meta.props_cut || encoded.props_cut {
+        item.insert("props_cut".into(), AttributeValue::Bool(true));
+    }
+    item.insert("cut".into(), AttributeValue::S(encoded.cut.name().into()));
+    item.insert(
+        "computed_at".into(),
+        AttributeValue::N(meta.computed_at.to_string()),
+    );
+    item
+}
+
+/// An item's size as DynamoDB counts it against its 400 KB limit: the
+/// UTF-8 length of each attribute name plus the size of its value.
+pub fn item_size(item: &Item) -> usize {
+    fn value(v: &AttributeValue) -> usize {
+        match v {
+            AttributeValue::S(s) | AttributeValue::N(s) => s.len(),
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+            AttributeValue::Ss(v) | AttributeValue::Ns(v) => v.iter().map(String::len).sum(),
+            AttributeValue::Bs(v) => v.iter().map(|b| b.as_ref().len()).sum(),
+            // Lists and maps: 3 bytes, plus 1 byte and the name of each
+            // element.
+            AttributeValue::L(v) => 3 + v.iter().map(|e| 1 + value(e)).sum::<usize>(),
+            AttributeValue::M(m) => {
+                3 + m.iter().map(|(k, e)| 1 + k.len() + value(e)).sum::<usize>()
+            }
+            _ => 0,
+        }
+    }
+    item.iter().map(|(k, v)| k.len() + value(v)).sum()
+}
+
 fn source_name(source: RollupSource) -> &'static str {
     match source {
         RollupSource::Computed => "computed",
         RollupSource::Imported => "imported",
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tally_core::rollup::MAX_DIMS_BYTES;
+
+    #[test]
+    fn the_largest_dims_item_fits_in_dynamodb() {
+        let encoded = EncodedDims {
+            bytes: vec![0xff; MAX_DIMS_BYTES],
+            top_n: usize::MAX,
+            cut: DimsCut::TotalsOnly,
+            props_cut: true,
+        };
+        let site = "s".repeat(255);
+        let fp = "f".repeat(64);
+        let meta = RollupMeta {
+            source: RollupSource::Computed,
+            goals_fp: &fp,
+            props_cut: true,
+            computed_at: Millis::MAX,
+        };
+        let item = dims_item(&site, time::macros::date!(2026 - 11 - 30), encoded, &meta);
+        assert_eq!(string(&item, "cut"), Some("totals_only"));
+        let size = item_size(&item);
+        assert!(
+            size > MAX_DIMS_BYTES && size < DYNAMODB_ITEM_BYTES,
+            "{size}"
+        );
+        assert!(DYNAMODB_ITEM_BYTES - size > 40 * 1024, "{size}");
     }
 }
