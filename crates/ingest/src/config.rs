@@ -20,10 +20,12 @@ pub const DEFAULT_SITE_BUDGET: u32 = 60_000;
 /// costs the reports and the table (storage, every read of its hour) is
 /// its size, so a network sending the largest items gets about half the
 /// events of one sending ordinary ones.
-pub const DEFAULT_CLIENT_BYTES: u32 = DEFAULT_CLIENT_BUDGET * 512;
+pub const DEFAULT_CLIENT_BYTES: u32 = DEFAULT_CLIENT_BUDGET * BYTES_PER_EVENT;
 /// Stored bytes one site may add per minute, per instance (its event
 /// budget at half a kilobyte an event).
-pub const DEFAULT_SITE_BYTES: u32 = DEFAULT_SITE_BUDGET * 512;
+pub const DEFAULT_SITE_BYTES: u32 = DEFAULT_SITE_BUDGET * BYTES_PER_EVENT;
+/// The bytes an event budget allows per event, unless set on their own.
+pub const BYTES_PER_EVENT: u32 = 512;
 
 /// Settings of one ingest instance.
 #[derive(Debug)]
@@ -141,28 +143,42 @@ impl Default for Config {
 /// A budget from the environment: unset for the default, `off` or `0` for
 /// none, else a number.
 fn budget(name: &str, default: u32) -> Option<u32> {
+    budget_or(name, Some(default))
+}
+
+/// [`budget`] with a default that may be none.
+fn budget_or(name: &str, default: Option<u32>) -> Option<u32> {
     match std::env::var(name).ok().as_deref().map(str::trim) {
-        None | Some("") => Some(default),
+        None | Some("") => default,
         Some("off" | "0") => None,
-        Some(n) => Some(n.parse().unwrap_or(default)),
+        Some(n) => n.parse().ok().or(default),
     }
+}
+
+/// A byte budget from the environment; unset, the event budget at
+/// [`BYTES_PER_EVENT`] (none when that is none: `TALLY_CLIENT_BUDGET=off`
+/// turns both per-client budgets off).
+fn bytes_budget(name: &str, events: Option<u32>) -> Option<u32> {
+    budget_or(name, events.map(|n| n.saturating_mul(BYTES_PER_EVENT)))
 }
 
 impl Config {
     /// Settings from the environment: `TALLY_BEHIND_CLOUDFRONT=1`,
     /// `TALLY_CLIENT_BUDGET` and `TALLY_SITE_BUDGET` (events per minute, or
     /// `off`), `TALLY_CLIENT_BYTES` and `TALLY_SITE_BYTES` (stored bytes per
-    /// minute, or `off`).
+    /// minute, or `off`; unset, [`BYTES_PER_EVENT`] times the event budget).
     pub fn from_env() -> Self {
+        let client_budget = budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET);
+        let site_budget = budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET);
         Self {
             behind_cloudfront: matches!(
                 std::env::var("TALLY_BEHIND_CLOUDFRONT").as_deref(),
                 Ok("1" | "true" | "yes")
             ),
-            client_budget: budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET),
-            site_budget: budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET),
-            client_bytes: budget("TALLY_CLIENT_BYTES", DEFAULT_CLIENT_BYTES),
-            site_bytes: budget("TALLY_SITE_BYTES", DEFAULT_SITE_BYTES),
+            client_budget,
+            site_budget,
+            client_bytes: bytes_budget("TALLY_CLIENT_BYTES", client_budget),
+            site_bytes: bytes_budget("TALLY_SITE_BYTES", site_budget),
             emit_metrics: !matches!(std::env::var("TALLY_METRICS").as_deref(), Ok("0" | "off")),
             ..Self::default()
         }
