@@ -465,7 +465,10 @@ fn custom(mut map: serde_json::Map<String, Value>, limits: &Limits) -> Result<Hi
         return Err(invalid("p", "event name contains control characters"));
     }
     let value = number(map.remove("value").as_ref(), "value")?;
-    if value.is_some_and(|v| v.abs() > 1.0e12) {
+    // DynamoDB stores magnitudes from 1e-130 only: a smaller value would
+    // fail the write (a 503 anyone could cause), so values are kept to
+    // millionths.
+    if value.is_some_and(|v| v.abs() > 1.0e12 || (v != 0.0 && v.abs() < 1.0e-6)) {
         return Err(invalid("p", "event value is out of range"));
     }
     // Tally's tracker nests properties under `props`; the ts-analytics
@@ -818,6 +821,11 @@ mod tests {
             ),
             (
                 br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","value":1e20}}"#
+                    .to_vec(),
+                "invalid_field",
+            ),
+            (
+                br#"{"s":"b","u":"https://e.com/","e":"event","p":{"name":"a","value":1e-300}}"#
                     .to_vec(),
                 "invalid_field",
             ),

@@ -511,6 +511,25 @@ async fn negative_revenue_is_refused_by_collect_and_ignored_by_the_events_api() 
 }
 
 #[tokio::test]
+async fn a_value_dynamodb_cannot_store_is_a_400_not_a_store_failure() {
+    let rig = Rig::new().await;
+    let tiny = json!({"s": SITE, "e": "event", "u": "https://example.com/", "p": {"name": "Score", "value": 1e-300}});
+    let (status, answer) = rig.collect(&tiny.to_string(), "203.0.113.7").await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_field");
+    assert_eq!(
+        rig.config.counters.snapshot()["failed"],
+        0,
+        "no store failure"
+    );
+    assert!(rig.items().await.is_empty());
+    // A value in millionths is kept.
+    let small = json!({"s": SITE, "e": "event", "u": "https://example.com/", "p": {"name": "Score", "value": 0.000_001}});
+    assert_eq!(rig.collect(&small.to_string(), "203.0.113.7").await.0, 202);
+    assert_eq!(rig.items().await.len(), 1);
+}
+
+#[tokio::test]
 async fn bidi_and_zero_width_characters_are_removed_from_stored_labels() {
     let rig = Rig::new().await;
     let collect = json!({
