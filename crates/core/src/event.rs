@@ -674,6 +674,33 @@ mod tests {
     }
 
     #[test]
+    fn fit_drops_the_largest_properties_first_then_cuts_the_longest_labels() {
+        let salt = daily_salt(&Secret::new(b"s".to_vec()), date!(2026 - 11 - 30));
+        let h =
+            hit(r#"{"s":"blog","e":"event","u":"https://example.com/pricing","p":{"name":"Buy"}}"#);
+        let mut e = build(&h, &site(), &client(), 1_000, &salt);
+        e.props = BTreeMap::from([
+            ("a".to_owned(), "x".repeat(50)),
+            ("b".to_owned(), "y".repeat(150)),
+        ]);
+        e.path = format!("/{}", "p".repeat(299));
+        let own = e.bytes();
+        // Room for all but the largest property: only it goes.
+        fit(&mut e, MAX_ITEM_BYTES - own + 100);
+        assert_eq!(e.props.keys().collect::<Vec<_>>(), ["a"]);
+        assert_eq!(e.path.len(), 300, "no label cut");
+        // No room for properties nor the whole path: all properties go, then
+        // the path (the longest label) is cut to fit, on the byte.
+        let mut tight = e.clone();
+        let budget = tight.bytes() - 60 - 100;
+        fit(&mut tight, MAX_ITEM_BYTES - budget);
+        assert!(tight.props.is_empty());
+        assert_eq!(tight.bytes(), budget);
+        assert!(tight.path.len() < 300 && tight.path.len() >= MIN_LABEL_BYTES);
+        assert_eq!(tight.name.as_deref(), Some("Buy"));
+    }
+
+    #[test]
     fn negative_revenue_is_never_stored() {
         let salt = daily_salt(&Secret::new(b"s".to_vec()), date!(2026 - 11 - 30));
         let mut h =
