@@ -201,5 +201,29 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         let response = tally_query::handle(&query, &clock, request).await;
         assert_eq!(response.status(), 200, "{path}");
     }
+    // A password-protected shared link unlocked: the minute's attempt is
+    // counted in the table (one conditional UpdateItem).
+    let token = tally_core::share::token_from_bytes("iam", &[7; 20]);
+    let link = tally_core::share::Share {
+        hash: tally_core::share::hash_token(&token),
+        prefix: tally_core::share::shown_prefix(&token),
+        label: "iam".into(),
+        filter: String::new(),
+        created_at: 0,
+        expires_at: None,
+        password: Some(
+            tally_core::share::PasswordHash::new("open sesame", &[7; 16], 1_000).unwrap(),
+        ),
+        revoked_at: None,
+    };
+    h.store.put_share("iam", &link).await.unwrap();
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("/api/sites/iam/unlock")
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::Text(r#"{"password":"open sesame"}"#.into()))
+        .unwrap();
+    let response = tally_query::handle(&query, &clock, request).await;
+    assert_eq!(response.status(), 200, "unlock");
     assert_eq!(observed(counter.by_operation()), granted("QueryFunction"));
 }
