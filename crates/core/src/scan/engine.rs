@@ -22,6 +22,7 @@ use crate::funnel::{Step, StepCounts, StepRule, reach_with};
 use crate::goal::Matcher;
 use crate::segment::session_column;
 use crate::session::Tally;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// Marks a page view among a visit's ids: its first (the entry page) on
@@ -223,6 +224,53 @@ impl<'s> IdFilter<'s> {
     }
 }
 
+/// What a visit adds up to (as [`crate::session::Session`] says it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts {
+    /// Its first event's visitor.
+    pub visitor: u64,
+    /// Page views.
+    pub pageviews: u32,
+    /// Custom events.
+    pub custom_events: u32,
+    /// A bounce.
+    pub bounce: bool,
+    /// Its duration, ms.
+    pub duration_ms: u64,
+    /// The first page view's path id ([`NONE`] without, or unread).
+    pub entry: u32,
+    /// The last page view's path id.
+    pub exit: u32,
+}
+
+impl Facts {
+    /// A visit's facts from its rows; `None` when they are engagement
+    /// beacons only (no visit).
+    pub(crate) fn of(rows: &[Row]) -> Option<Self> {
+        let (first, last) = (rows.first()?, rows.last()?);
+        let mut tally = Tally::default();
+        let (mut entry, mut exit) = (NONE, NONE);
+        for r in rows {
+            tally.add(r.kind, r.non_interactive, r.engaged_ms);
+            if r.kind == Kind::PageView {
+                if tally.pageviews == 1 {
+                    entry = r.path;
+                }
+                exit = r.path;
+            }
+        }
+        tally.is_visit().then(|| Self {
+            visitor: first.visitor,
+            pageviews: tally.pageviews,
+            custom_events: tally.custom_events,
+            bounce: tally.bounce(),
+            duration_ms: tally.duration_ms(first.ts, last.ts),
+            entry,
+            exit,
+        })
+    }
+}
+
 /// A visit as the engine reads it: its rows in order, the pairs their
 /// properties index, and its first row's visit-level column ids.
 pub(crate) struct VisitView<'a> {
@@ -271,8 +319,11 @@ pub(crate) struct Pending<K> {
     engaged: Vec<(u64, u64)>,
     pevents: Vec<PEvent>,
     pairs: Vec<(u32, u32)>,
-    /// (bucket, visitor, visit).
-    order: Vec<(K, u64, u32)>,
+    /// (bucket, the visitor's first visit, visit): sorted, a visitor's
+    /// visits are consecutive and the visits nearly in their own order.
+    order: Vec<(K, u32, u32)>,
+    /// Each visitor's first visit.
+    first: FxHashMap<u64, u32>,
 }
 
 impl<K> Default for Pending<K> {
@@ -286,6 +337,7 @@ impl<K> Default for Pending<K> {
             pevents: Vec::new(),
             pairs: Vec::new(),
             order: Vec::new(),
+            first: FxHashMap::default(),
         }
     }
 }
@@ -305,7 +357,8 @@ impl<K> Pending<K> {
             + self.engaged.capacity() * 16
             + self.pevents.capacity() * std::mem::size_of::<PEvent>()
             + self.pairs.capacity() * 8
-            + self.order.capacity() * std::mem::size_of::<(K, u64, u32)>()
+            + self.order.capacity() * std::mem::size_of::<(K, u32, u32)>()
+            + self.first.capacity() * 16
     }
 }
 
@@ -601,54 +654,76 @@ impl<'s> Engine<'s> {
         true
     }
 
+    /// Whether encoding a visit reads its rows beyond the first: event-level
+    /// predicates or goal filters, page, event or goal breakdowns,
+    /// properties, a funnel. Else a visit's [`Facts`] and its first row are
+    /// all it reads.
+    pub(crate) fn needs_rows(&self) -> bool {
+        self.filter.has.contains(&true)
+            || !self.filter.goals.is_empty()
+            || self
+                .slots
+                .iter()
+                .any(|s| matches!(s, Slot::Page | Slot::Event | Slot::Goal))
+            || !self.prop_keys.is_empty()
+            || self.top
+            || !self.steps.is_empty()
+    }
+
     /// The first pass for one visit (its rows in order, at least one):
     /// dropped when it is engagement beacons only or the filter drops it,
     /// else encoded into `p` under bucket `k`.
     pub(crate) fn add<K>(&mut self, d: &Dicts, v: &VisitView<'_>, k: K, p: &mut Pending<K>) {
+        if let Some(facts) = Facts::of(v.rows) {
+            self.add_facts(d, v, &facts, k, p);
+        }
+    }
+
+    /// [`Engine::add`] with the visit's [`Facts`] known (its rows may be
+    /// its first only, unless [`Engine::needs_rows`]).
+    pub(crate) fn add_facts<K>(
+        &mut self,
+        d: &Dicts,
+        v: &VisitView<'_>,
+        f: &Facts,
+        k: K,
+        p: &mut Pending<K>,
+    ) {
         let rows = v.rows;
-        let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
-            return;
-        };
-        let mut tally = Tally::default();
-        let (mut entry, mut exit) = (NONE, NONE);
-        for r in rows {
-            tally.add(r.kind, r.non_interactive, r.engaged_ms);
-            if r.kind == Kind::PageView {
-                if tally.pageviews == 1 {
-                    entry = r.path;
-                }
-                exit = r.path;
-            }
-        }
-        if !tally.is_visit() {
+        if rows.is_empty() {
             return;
         }
-        if !self.filter.empty && !self.keeps_visit(d, v, entry, exit) {
+        if !self.filter.empty && !self.keeps_visit(d, v, f.entry, f.exit) {
             return;
         }
+        let counts_all = !self.filter.has.contains(&true);
         let mut flags = std::mem::take(&mut self.flags);
         flags.clear();
-        for r in rows {
-            flags.push(self.filter.counts(r, v.pairs, d));
+        if self.needs_rows() {
+            for r in rows {
+                flags.push(self.filter.counts(r, v.pairs, d));
+            }
         }
         self.flags = flags;
         if !self.filter.empty && !self.keeps_events(d, v) {
             return;
         }
-        let (pageviews, events) = if self.filter.empty {
-            (tally.pageviews, tally.custom_events)
+        let (pageviews, events) = if counts_all {
+            (f.pageviews, f.custom_events)
         } else {
             let n = |f: u8| self.flags.iter().filter(|x| **x == f).count() as u32;
             (n(PAGE), n(CUSTOM))
         };
+        let (entry, exit) = (f.entry, f.exit);
         let index = u32::try_from(p.visits.len()).unwrap_or(NONE);
-        p.order.push((k, first.visitor, index));
+        let visitor = *p.first.entry(f.visitor).or_insert(index);
+        p.order.push((k, visitor, index));
         p.visits.push(Visit {
-            visitor: first.visitor,
+            visitor: f.visitor,
             pageviews: u64::from(pageviews),
             events: u64::from(events),
-            bounce: u64::from(tally.bounce()),
-            duration_ms: tally.duration_ms(first.ts, last.ts),
+            bounce: u64::from(f.bounce),
+            duration_ms: f.duration_ms,
             ids_at: p.ids.len(),
             values_at: p.values.len(),
             revenue_at: p.revenue.len(),
@@ -917,7 +992,7 @@ impl<'s> Engine<'s> {
         d: &Dicts,
         p: &Pending<K>,
         keys: &[u32],
-        run: &[(K, u64, u32)],
+        run: &[(K, u32, u32)],
     ) -> Vec<BTreeMap<String, Metrics>> {
         let mut cuts: Vec<Cut> = Vec::with_capacity(self.cells.len());
         for j in 0..self.slots.len() + keys.len() {
@@ -963,7 +1038,7 @@ impl<'s> Engine<'s> {
         &self,
         p: &Pending<K>,
         keys: &[u32],
-        run: &[(K, u64, u32)],
+        run: &[(K, u32, u32)],
         cuts: &mut [Cut],
     ) {
         let mut last: Vec<Option<u64>> = vec![None; cuts.len()];
@@ -978,8 +1053,9 @@ impl<'s> Engine<'s> {
                 rest.visitors += 1;
             }
         };
-        for &(_, visitor, i) in run {
+        for &(_, _, i) in run {
             let v = &p.visits[i as usize];
+            let visitor = v.visitor;
             let mut at = v.ids_at;
             for (j, slot) in self.slots.iter().enumerate() {
                 let (start, len) = match slot {
@@ -1012,7 +1088,7 @@ struct Cut {
 
 /// The visits and distinct visitors of a bucket's run that reached each
 /// funnel step.
-fn count_funnel<K>(p: &Pending<K>, run: &[(K, u64, u32)], out: &mut StepCounts) {
+fn count_funnel<K>(p: &Pending<K>, run: &[(K, u32, u32)], out: &mut StepCounts) {
     for visitor in run.chunk_by(|a, b| a.1 == b.1) {
         let mut best = 0;
         for &(_, _, i) in visitor {

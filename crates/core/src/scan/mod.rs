@@ -106,12 +106,13 @@ use crate::aggregate::{Aggregate, FoldSpec, Metrics};
 use crate::event::Event;
 use crate::funnel::{Mode, Step, StepCounts};
 use crate::segment::{Block, SegmentError, canonical_cmp, read_block};
-use crate::session::{DayCache, continues, kind_order, limit};
+use crate::session::{DayCache, Session, continues, kind_order, limit};
 use crate::zone::Zone;
 use crate::{HOUR_MS, Millis};
-use engine::{Engine, Pending, VisitView, projection};
+use dict::NONE;
+use engine::{Engine, Facts, Pending, VisitView, projection};
 use open::Opens;
-use rows::{Dicts, Hour, KeyUse, Row, push_body, push_event};
+use rows::{Dicts, Hour, KeyUse, Read, Row, push_body, push_event};
 use std::collections::{BTreeMap, BTreeSet};
 use time::Date;
 
@@ -301,7 +302,12 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
             let hour = hours
                 .entry(hour_of(e))
                 .or_insert_with(|| spare.pop().unwrap_or_default());
-            push_event(dicts, hour, e, true);
+            let read = Read {
+                tab: true,
+                first: true,
+                key_use: true,
+            };
+            push_event(dicts, hour, e, read);
         }
         Ok(())
     }
@@ -598,4 +604,70 @@ fn group_by_tab(rows: &[Row], tabs: usize, out: &mut Vec<Row>) {
         out[*at] = *r;
         *at += 1;
     }
+}
+/// The fold of visits already built ([`crate::aggregate::fold`]): each
+/// visit's events made rows (its first event's visit-level columns only),
+/// then the same two passes as the scan's, all visits as one batch (no
+/// refinement by day).
+pub(crate) fn fold_sessions<'s, K: Ord + Copy>(
+    sessions: &[Session<'s>],
+    spec: &FoldSpec<'_>,
+    bucket: impl Fn(&Session<'s>) -> Option<K>,
+) -> BTreeMap<K, Aggregate> {
+    let spec = ScanSpec {
+        fold: *spec,
+        top_props: None,
+        funnel: None,
+    };
+    let mut dicts = Dicts::new(projection(&spec));
+    let mut engine = Engine::new(&spec, &mut dicts);
+    // Only the first event of each visit is read unless the spec reads more
+    // (the visit's counts are the session's).
+    let every = engine.needs_rows();
+    let mut pending = Pending::default();
+    let mut hour = Hour::default();
+    for s in sessions {
+        let Some(k) = bucket(s) else { continue };
+        hour.clear();
+        let events = if every { &s.events[..] } else { &s.events[..1] };
+        for (i, e) in events.iter().enumerate() {
+            let read = Read {
+                tab: false,
+                first: i == 0,
+                key_use: false,
+            };
+            push_event(&mut dicts, &mut hour, e, read);
+        }
+        // Entry and exit pages need not be among the events read.
+        let mut path = |p: Option<&str>| match p {
+            Some(p) if dicts.proj.path => dicts.path.id(p),
+            _ => NONE,
+        };
+        let (entry, exit) = (path(s.entry), path(s.exit));
+        let facts = Facts {
+            visitor: s.visitor,
+            pageviews: s.pageviews,
+            custom_events: s.custom_events,
+            bounce: s.bounce,
+            duration_ms: s.duration_ms,
+            entry,
+            exit,
+        };
+        let view = VisitView {
+            rows: &hour.rows,
+            pairs: &hour.pairs,
+            scols: &hour.scols,
+        };
+        engine.add_facts(&dicts, &view, &facts, k, &mut pending);
+    }
+    let mut out = BTreeMap::new();
+    engine.count(
+        &dicts,
+        &mut pending,
+        &mut StepCounts::default(),
+        |k, agg, _| {
+            out.insert(k, agg);
+        },
+    );
+    out
 }

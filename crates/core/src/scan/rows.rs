@@ -187,6 +187,13 @@ impl Dicts {
         id
     }
 
+    /// Whether any key's values may be kept.
+    pub(crate) fn keeps_keys(&self) -> bool {
+        !self.proj.fold_keys.is_empty()
+            || !self.proj.other_keys.is_empty()
+            || self.proj.top_keys > 0
+    }
+
     /// Whether a key's values are kept.
     pub(crate) fn kept(&self, key: u32) -> bool {
         self.key_kind
@@ -272,24 +279,49 @@ fn u32_of(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(NONE)
 }
 
-/// Adds a stored event to `hour`. `scols`: whether its visit-level
-/// columns are read (a visit's first event's are all that count).
-pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, scols: bool) {
-    let tab = hour.tabs.id(if e.sid.is_empty() { &e.vid } else { &e.sid });
+/// What [`push_event`] reads of an event.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Read {
+    /// Its tab (a scan's rows are grouped by tab; visits built already
+    /// need none).
+    pub tab: bool,
+    /// Its visitor and visit-level columns (only a visit's first event's
+    /// count; a scan does not know yet which events are first).
+    pub first: bool,
+    /// Its property keys' use (a scan counts every event's).
+    pub key_use: bool,
+}
+
+/// Adds a stored event to `hour`.
+pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, read: Read) {
+    let Read {
+        tab,
+        first,
+        key_use,
+    } = read;
+    let tab = if tab {
+        hour.tabs.id(if e.sid.is_empty() { &e.vid } else { &e.sid })
+    } else {
+        0
+    };
     let at = hour.scols.len();
-    if scols {
+    if first {
         for (i, dim) in d.proj.scols.iter().enumerate() {
             let id = dim.of_event(e).map_or(NONE, |v| d.cols[i].id(v));
             hour.scols.push(id);
         }
     }
     let props = hour.pairs.len();
-    for (k, v) in &e.props {
-        let key = d.key(k);
-        d.key_use[key as usize] += 1;
-        if d.kept(key) {
-            let value = d.values.id(v);
-            hour.pairs.push((key, value));
+    if key_use || d.keeps_keys() {
+        for (k, v) in &e.props {
+            let key = d.key(k);
+            if key_use {
+                d.key_use[key as usize] += 1;
+            }
+            if d.kept(key) {
+                let value = d.values.id(v);
+                hour.pairs.push((key, value));
+            }
         }
     }
     let revenue = match &e.revenue {
@@ -298,7 +330,7 @@ pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, scols: bool)
     };
     let row = Row {
         ts: e.ts,
-        visitor: visitor_number(&e.vid),
+        visitor: if first { visitor_number(&e.vid) } else { 0 },
         value: e.value.unwrap_or(0.0),
         engaged_ms: e.engaged_ms.unwrap_or(0),
         tab,
