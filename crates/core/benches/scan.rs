@@ -21,42 +21,21 @@ mod day;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use tally_core::aggregate::{FoldSpec, fold};
-use tally_core::dimension::Dimension;
+use tally_core::aggregate::fold;
 use tally_core::filter::Filter;
-use tally_core::scan::{Scan, ScanSpec, TopProps};
+use tally_core::scan::Scan;
 use tally_core::session::sessions;
 use tally_core::zone::Zone;
 
 fn scan(c: &mut Criterion) {
-    let day = day::Day::new(1_100_000);
+    let day = day::Day::new(day::DAY, 1_100_000, 7);
     let events = day.len();
     let hours = day.blocks();
     let zone = Zone::utc();
     let filter = Filter::parse("country==DE").unwrap();
-    let stats = ScanSpec {
-        fold: FoldSpec {
-            dims: &[],
-            props: &[],
-            goals: &[],
-            filter: &filter,
-            top_n: None,
-        },
-        top_props: None,
-        funnel: None,
-    };
+    let stats = day::stats(&filter);
     let everything = Filter::default();
-    let rollup = ScanSpec {
-        fold: FoldSpec {
-            dims: &Dimension::ALL,
-            props: &[],
-            goals: &[],
-            filter: &everything,
-            top_n: Some(300),
-        },
-        top_props: Some(TopProps { n: 100, cap: 1000 }),
-        funnel: None,
-    };
+    let rollup = day::rollup(&everything);
     let by_day = |start| Some(zone.local_date(start));
 
     let mut g = c.benchmark_group("scan");

@@ -83,13 +83,13 @@ pub fn visitor_number(vid: &str) -> u64 {
 /// Whether an event at `ts` continues a visit whose last event was at
 /// `last` and which must end before `limit` (see [`limit`]).
 pub fn continues(last: Millis, ts: Millis, limit: Millis) -> bool {
-    ts - last <= SESSION_GAP_MS && ts < limit
+    ts.saturating_sub(last) <= SESSION_GAP_MS && ts < limit
 }
 
 /// The first instant a visit starting on a local day that ends at
 /// `day_end` can no longer reach.
 pub fn limit(day_end: Millis) -> Millis {
-    day_end + MAX_SPILL_MS
+    day_end.saturating_add(MAX_SPILL_MS)
 }
 
 /// What a visit's events add up to, fed one event at a time in order.

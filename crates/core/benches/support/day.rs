@@ -6,14 +6,49 @@
 
 #![allow(dead_code)]
 
+use tally_core::aggregate::FoldSpec;
 use tally_core::classify::referrer::Channel;
 use tally_core::classify::ua::DeviceType;
+use tally_core::dimension::Dimension;
 use tally_core::event::{Event, Kind, Revenue};
+use tally_core::filter::Filter;
+use tally_core::scan::{ScanSpec, TopProps};
 use tally_core::segment::{HourBlocks, encode_hour};
 use tally_core::{HOUR_MS, Millis};
 
 /// 2025-12-01T00:00Z.
 pub const DAY: Millis = 1_764_547_200_000;
+
+/// A stats query: totals only, with `filter`.
+pub fn stats(filter: &Filter) -> ScanSpec<'_> {
+    ScanSpec {
+        fold: FoldSpec {
+            dims: &[],
+            props: &[],
+            goals: &[],
+            filter,
+            top_n: None,
+        },
+        top_props: None,
+        funnel: None,
+    }
+}
+
+/// What a day rollup folds: every dimension, the top 300 values, the 100
+/// most used property keys (`filter` is empty).
+pub fn rollup(filter: &Filter) -> ScanSpec<'_> {
+    ScanSpec {
+        fold: FoldSpec {
+            dims: &Dimension::ALL,
+            props: &[],
+            goals: &[],
+            filter,
+            top_n: Some(300),
+        },
+        top_props: Some(TopProps { n: 100, cap: 1000 }),
+        funnel: None,
+    }
+}
 
 /// A seeded PRNG (splitmix64).
 struct Rng(u64);
@@ -84,13 +119,15 @@ pub struct Day {
     plans: Vec<Plan>,
     /// Per visit: its visitor and its random traits.
     visits: Vec<(u32, u64)>,
+    seed: u64,
 }
 
 impl Day {
-    /// About `events` events (1.1 M for a busy site's day).
-    pub fn new(events: usize) -> Self {
-        let mut rng = Rng(7);
-        let n_visits = events * 300 / 1100;
+    /// About `events` events (1.1 M for a busy site's day) of the UTC day
+    /// starting at `start`, from `seed`.
+    pub fn new(start: Millis, events: usize, seed: u64) -> Self {
+        let mut rng = Rng(seed);
+        let n_visits = events * 300 / 1050;
         let mut plans = Vec::with_capacity(events + 1000);
         let mut visits = Vec::with_capacity(n_visits);
         for v in 0..n_visits as u32 {
@@ -104,7 +141,7 @@ impl Day {
             visits.push((visitor, traits));
             // A diurnal day: more visits in the afternoon (UTC).
             let minute = (rng.below(1440) + rng.below(1440)) / 2;
-            let mut ts = DAY + (minute * 60_000 + rng.below(60_000)) as Millis;
+            let mut ts = start + (minute * 60_000 + rng.below(60_000)) as Millis;
             let pages = 1 + rng.skewed(7);
             let mut step = 0u16;
             for p in 0..pages {
@@ -142,7 +179,11 @@ impl Day {
             }
         }
         plans.sort_unstable();
-        Self { plans, visits }
+        Self {
+            plans,
+            visits,
+            seed,
+        }
     }
 
     /// Events.
@@ -195,12 +236,12 @@ impl Day {
             ts: p.ts,
             vid: format!(
                 "{:016x}",
-                u64::from(visitor).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                (u64::from(visitor) ^ (self.seed << 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
             ),
             sid: if pick(30, 10) == 0 {
                 String::new()
             } else {
-                format!("{:012x}", u64::from(p.visit) * 7919)
+                format!("{:012x}", (u64::from(p.visit) * 7919) ^ (self.seed << 40))
             },
             host: "example.com".into(),
             path,

@@ -670,6 +670,18 @@ impl<'s> Engine<'s> {
             || !self.steps.is_empty()
     }
 
+    /// Whether encoding a visit reads its first row (a visit-level column,
+    /// its channel or device), when it does not read them all.
+    pub(crate) fn needs_first_row(&self) -> bool {
+        let reads = |src: &Src| !matches!(src, Src::Entry | Src::Exit);
+        self.needs_rows()
+            || self
+                .slots
+                .iter()
+                .any(|s| matches!(s, Slot::Session(src, _) if reads(src)))
+            || self.filter.session.iter().any(|(src, _)| reads(src))
+    }
+
     /// The first pass for one visit (its rows in order, at least one):
     /// dropped when it is engagement beacons only or the filter drops it,
     /// else encoded into `p` under bucket `k`.
@@ -679,8 +691,9 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// [`Engine::add`] with the visit's [`Facts`] known (its rows may be
-    /// its first only, unless [`Engine::needs_rows`]).
+    /// [`Engine::add`] with the visit's [`Facts`] known: its rows may be
+    /// its first only unless [`Engine::needs_rows`], none unless
+    /// [`Engine::needs_first_row`].
     pub(crate) fn add_facts<K>(
         &mut self,
         d: &Dicts,
@@ -690,9 +703,6 @@ impl<'s> Engine<'s> {
         p: &mut Pending<K>,
     ) {
         let rows = v.rows;
-        if rows.is_empty() {
-            return;
-        }
         if !self.filter.empty && !self.keeps_visit(d, v, f.entry, f.exit) {
             return;
         }

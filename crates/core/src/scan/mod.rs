@@ -13,19 +13,22 @@
 //! day can still be open or arrive.
 //!
 //! ```text
+//! let spec = ScanSpec { fold: FoldSpec { .. }, top_props: None, funnel: None };
 //! let mut scan = Scan::new(&zone, spec, |start| Some(zone.local_date(start)));
-//! scan.push_block(&block)?;          // an hour's segment blocks, in order…
-//! scan.push_events(&raw_events)?;    // …or its raw events, in any order
-//! scan.end_hour(hour);               // every event before hour + 1 h is in
-//! let answer = scan.finish();        // aggregates, funnel steps, key use
+//! for hour in hours {                   // increasing; gaps allowed
+//!     scan.push_block(&block)?;         // the hour's segment blocks, in order…
+//!     scan.push_events(&raw_events)?;   // …or its raw events, in any order
+//!     scan.end_hour(hour);              // every event before hour + 1 h is in
+//! }
+//! let answer = scan.finish();           // aggregates, funnel steps, key use
 //! ```
 //!
-//! - **Rows** ([`rows`]): per event its time, kind, visitor (as
+//! - **Rows** (`rows`): per event its time, kind, visitor (as
 //!   [`crate::session::visitor_number`]), tab, engagement, value and revenue,
 //!   and ids of only the string columns the spec reads (its dimensions,
 //!   filters, goals, funnel steps, property keys): one dictionary per
 //!   column, owned by the scan, filled as values first appear. A segment
-//!   block is decoded straight into rows ([`crate::segment::read_block`]):
+//!   block is decoded straight into rows (`segment::read_block`):
 //!   each block dictionary value is mapped to the scan's id once, then an
 //!   event is a few array reads. Raw events go through the same
 //!   dictionaries.
@@ -37,7 +40,7 @@
 //!   engagement beacons alone are no visit). Hours arrive in increasing
 //!   order and may be skipped; after an hour ends, every visit that no
 //!   later event can continue is closed.
-//! - **The fold** ([`engine`]): a closed visit is filtered and encoded
+//! - **The fold** (`engine`): a closed visit is filtered and encoded
 //!   into ids at once (the fold's first pass); a local day's visits are
 //!   counted (the second pass: sorted by bucket and visitor, distinct
 //!   visitors by comparison with the last one) once the stream has passed
@@ -76,23 +79,28 @@
 //!
 //! At any time the scan holds:
 //! - the rows of the hours pushed and not ended: 72 bytes per event, 4
-//!   bytes per projected visit-level column, 8 per kept property, plus
-//!   its tab keys (~30 bytes per tab);
-//! - the open visits (those active in the last 30 minutes, and any longer
-//!   one still running): their rows copied (the same per event) and ~150
-//!   bytes each;
-//! - the encoded visits of the local days not counted yet (usually one
-//!   day, two around midnight): ~120 bytes per visit, plus 4 bytes per
-//!   dimension, 8 per counted page view of a `page` breakdown and per
-//!   conversion or custom event of a goal or event breakdown, 12 per
-//!   property of a counted event on a folded key;
+//!   more per projected visit-level column and 8 per kept property, plus
+//!   the hour's tab keys (their bytes + ~44 each);
+//! - the open visits (active in the last 30 minutes, or running longer):
+//!   their rows copied (the same per event; twice while an hour is made
+//!   visits, old and new generation) and ~110 bytes each;
+//! - the encoded visits of the local days not counted yet (one day, two
+//!   around midnight): ~130 bytes per visit (its scalars, its place in the
+//!   sort, its visitor's first visit), plus per dimension 4 bytes (a
+//!   visit-level one) or 4 + 4 per value (page views 20, conversions and
+//!   custom events 16, with their engagement, value and revenue), and 24
+//!   per counted event with 8 per property when keys are folded;
 //! - the dictionaries (each distinct value of a projected column once: its
-//!   bytes + ~28), and the answer.
+//!   bytes + ~36), the cells of the day being counted, and the answer.
 //!
-//! For a 1.1 M-event day (~46,000 events an hour, ~300,000 visits) that is
-//! about 3 MB of rows, under 2 MB of open visits and 40 MB of encoded
-//! visits at most, whatever the range: the range only adds distinct values
-//! and answer rows. Measured figures are in `BENCHMARKS.md`.
+//! Nothing grows with the range but distinct values and the answer. On the
+//! bench's busy day (`benches/support/day.rs`: 1.1 M events, ~300,000
+//! visits, ~46,000 events an hour), from segment parts read one at a time
+//! (`examples/scan_day.rs`): a filtered stats query peaks at 31 MB RSS
+//! (the batch read, every event decoded before `sessions` and `fold`, at
+//! 1.3 GB), a rollup (every dimension, top 300, the 100 most used keys) at
+//! 123 MB; 30 such days (33 M events) at 34 MB and 163 MB. Figures in
+//! `BENCHMARKS.md`.
 
 mod dict;
 mod engine;
@@ -305,6 +313,7 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
             let read = Read {
                 tab: true,
                 first: true,
+                visitor: true,
                 key_use: true,
             };
             push_event(dicts, hour, e, read);
@@ -621,29 +630,39 @@ pub(crate) fn fold_sessions<'s, K: Ord + Copy>(
     };
     let mut dicts = Dicts::new(projection(&spec));
     let mut engine = Engine::new(&spec, &mut dicts);
-    // Only the first event of each visit is read unless the spec reads more
-    // (the visit's counts are the session's).
-    let every = engine.needs_rows();
+    // Only the first event of each visit is read, or none, unless the spec
+    // reads more (the visit's counts are the session's).
+    let read = if engine.needs_rows() {
+        usize::MAX
+    } else {
+        usize::from(engine.needs_first_row())
+    };
     let mut pending = Pending::default();
     let mut hour = Hour::default();
     for s in sessions {
         let Some(k) = bucket(s) else { continue };
         hour.clear();
-        let events = if every { &s.events[..] } else { &s.events[..1] };
-        for (i, e) in events.iter().enumerate() {
+        for (i, e) in s.events.iter().take(read).enumerate() {
             let read = Read {
                 tab: false,
                 first: i == 0,
+                visitor: false,
                 key_use: false,
             };
             push_event(&mut dicts, &mut hour, e, read);
         }
-        // Entry and exit pages need not be among the events read.
-        let mut path = |p: Option<&str>| match p {
-            Some(p) if dicts.proj.path => dicts.path.id(p),
-            _ => NONE,
+        // Entry and exit pages: from the rows when every event was read,
+        // else by their paths.
+        let (entry, exit) = match Facts::of(&hour.rows) {
+            Some(f) if read == usize::MAX => (f.entry, f.exit),
+            _ => {
+                let mut path = |p: Option<&str>| match p {
+                    Some(p) if dicts.proj.path => dicts.path.id(p),
+                    _ => NONE,
+                };
+                (path(s.entry), path(s.exit))
+            }
         };
-        let (entry, exit) = (path(s.entry), path(s.exit));
         let facts = Facts {
             visitor: s.visitor,
             pageviews: s.pageviews,

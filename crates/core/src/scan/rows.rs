@@ -285,9 +285,11 @@ pub(crate) struct Read {
     /// Its tab (a scan's rows are grouped by tab; visits built already
     /// need none).
     pub tab: bool,
-    /// Its visitor and visit-level columns (only a visit's first event's
-    /// count; a scan does not know yet which events are first).
+    /// Its visit-level columns (only a visit's first event's count; a
+    /// scan does not know yet which events are first).
     pub first: bool,
+    /// Its visitor (a visit built already knows its own).
+    pub visitor: bool,
     /// Its property keys' use (a scan counts every event's).
     pub key_use: bool,
 }
@@ -297,6 +299,7 @@ pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, read: Read) 
     let Read {
         tab,
         first,
+        visitor,
         key_use,
     } = read;
     let tab = if tab {
@@ -330,12 +333,14 @@ pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, read: Read) 
     };
     let row = Row {
         ts: e.ts,
-        visitor: if first { visitor_number(&e.vid) } else { 0 },
+        visitor: if visitor { visitor_number(&e.vid) } else { 0 },
         value: e.value.unwrap_or(0.0),
         engaged_ms: e.engaged_ms.unwrap_or(0),
         tab,
         at: u32_of(at),
-        path: if d.proj.path {
+        // A custom event's path is read by nothing (goals, steps and page
+        // filters match page views; beacons find their page view by it).
+        path: if d.proj.path && e.kind != Kind::Custom {
             d.path.id(&e.path)
         } else {
             NONE

@@ -758,3 +758,16 @@ fn more_keys_than_the_cap_name_the_most_used_it_missed() {
     assert_eq!(got.props.missing, vec!["c".to_owned(), "b".to_owned()]);
     assert!(got.aggregates[&0].props.is_empty());
 }
+
+#[test]
+fn events_before_1970_end_the_stream_without_overflow() {
+    let zone = Zone::utc();
+    let events = vec![
+        page(-3 * HOUR_MS + 5, "a", "/"),
+        page(-3 * HOUR_MS + 20 * MINUTE_MS, "a", "/a"),
+        page(-HOUR_MS, "bb", "/"),
+    ];
+    run_all(&events, &zone, Feed::Raw);
+    let got = scan(&events, &zone, plain(&[]), Buckets::Constant, Feed::Raw, 0);
+    assert_eq!(totals(&got), vec![(0, 2, 3)]);
+}
