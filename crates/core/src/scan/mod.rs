@@ -66,7 +66,8 @@
 //! events ([`Scan::push_events`]; sorted canonically by the scan), then
 //! [`Scan::end_hour`]. Pushing into an hour already ended is
 //! [`ScanError::Late`]; a damaged block is [`ScanError::Segment`] and adds
-//! nothing, so the caller can read the hour raw instead. An hour comes
+//! nothing, and [`Scan::drop_hour`] forgets the hour's other blocks, so the
+//! caller can read the hour raw instead. An hour comes
 //! from one source: one `push_events` call or its blocks. (Events of one
 //! tab at the same millisecond and of the same kind from two sources are
 //! taken in the order they were pushed, not in canonical order; every other
@@ -337,6 +338,22 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
         Ok(())
     }
 
+    /// Forgets what was pushed for an hour not ended yet (say, some of its
+    /// blocks before one was damaged, so the caller reads the hour raw
+    /// instead). Its property keys are not counted; only the dictionaries
+    /// keep its values (and the first keys seen stay folded). Whether the
+    /// hour had anything pushed.
+    pub fn drop_hour(&mut self, hour: Millis) -> bool {
+        match self.hours.remove(&hour) {
+            Some(mut dropped) => {
+                dropped.clear();
+                self.spare.push(dropped);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Says that every event before `hour + 1 h` has been pushed: the
     /// hours up to it become visits, the visits no later event can continue
     /// are closed, and the days no open or later visit can belong to are
@@ -397,6 +414,7 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
     /// the hour touched move to the next generation, or close.
     fn run_hour(&mut self, start: Millis, mut hour: Hour) {
         let end = start.saturating_add(HOUR_MS);
+        hour.count_keys(&mut self.sink.dicts);
         let mut arrived = std::mem::take(&mut hour.rows);
         let mut grouped = std::mem::take(&mut self.grouped);
         // Blocks and sorted raw events come tab by tab already.

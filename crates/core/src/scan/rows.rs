@@ -238,15 +238,28 @@ pub(crate) struct Hour {
     /// Runs of consecutive rows of one tab: when there are as many as tabs,
     /// the rows are grouped by tab already.
     pub runs: usize,
+    /// The property key of every property of its events, counted when the
+    /// hour ends ([`Hour::count_keys`]; a dropped hour counts nothing).
+    pub uses: Vec<u32>,
 }
 
 impl Hour {
+    /// Adds the hour's property keys to their use.
+    pub(crate) fn count_keys(&self, d: &mut Dicts) {
+        for key in &self.uses {
+            if let Some(n) = d.key_use.get_mut(*key as usize) {
+                *n += 1;
+            }
+        }
+    }
+
     pub(crate) fn clear(&mut self) {
         self.rows.clear();
         self.scols.clear();
         self.pairs.clear();
         self.tabs.clear();
         self.runs = 0;
+        self.uses.clear();
     }
 
     /// Bytes held.
@@ -254,6 +267,7 @@ impl Hour {
         self.rows.capacity() * std::mem::size_of::<Row>()
             + self.scols.capacity() * 4
             + self.pairs.capacity() * 8
+            + self.uses.capacity() * 4
             + self.tabs.bytes()
     }
 
@@ -290,7 +304,8 @@ pub(crate) struct Read {
     pub first: bool,
     /// Its visitor (a visit built already knows its own).
     pub visitor: bool,
-    /// Its property keys' use (a scan counts every event's).
+    /// Its property keys' use (a scan counts every event's, when the hour
+    /// ends).
     pub key_use: bool,
 }
 
@@ -319,7 +334,7 @@ pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, read: Read) 
         for (k, v) in &e.props {
             let key = d.key(k);
             if key_use {
-                d.key_use[key as usize] += 1;
+                hour.uses.push(key);
             }
             if d.kept(key) {
                 let value = d.values.id(v);
@@ -456,7 +471,7 @@ pub(crate) fn push_body(d: &mut Dicts, hour: &mut Hour, b: &Body<'_>) -> Result<
             let (ki, vi) = (b.keys.ids[p] as usize, b.prop_values.ids[p] as usize);
             p += 1;
             let key = keys[ki - 1];
-            d.key_use[key as usize] += 1;
+            hour.uses.push(key);
             if d.kept(key) {
                 if values[vi] == NONE {
                     values[vi] = d.values.id(b.prop_values.values[vi - 1]);

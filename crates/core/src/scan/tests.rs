@@ -692,9 +692,23 @@ fn late_events_and_damaged_blocks_are_refused_and_add_nothing() {
     assert!(matches!(s.push_block(&damaged), Err(ScanError::Segment(_))));
     assert_eq!(s.held().hour_rows, 0);
     s.push_block(&hour.blocks[0]).unwrap();
+    // An hour dropped (its other block was damaged) counts nothing, not
+    // even its property keys; the hour read raw instead counts once.
+    let mut keyed = page(BASE + 3 * HOUR_MS, "c", "/w");
+    keyed.props.insert("plan".into(), "pro".into());
+    let blocks = encode_hour(BASE + 3 * HOUR_MS, std::slice::from_ref(&keyed)).blocks;
+    s.push_block(&blocks[0]).unwrap();
+    assert!(s.drop_hour(BASE + 3 * HOUR_MS));
+    assert!(!s.drop_hour(BASE + 3 * HOUR_MS));
+    s.push_events(&[keyed]).unwrap();
     let got = s.finish();
     let pages: Vec<&String> = got.aggregates[&()].dims[&Dimension::Page].keys().collect();
-    assert_eq!(pages, vec!["/", "/z"]);
+    assert_eq!(pages, vec!["/", "/w", "/z"]);
+    assert_eq!(
+        got.aggregates[&()].dims[&Dimension::Page]["/w"].pageviews,
+        1
+    );
+    assert_eq!(got.props.keys, vec![("plan".to_owned(), 1)]);
 }
 
 #[test]
