@@ -29,9 +29,10 @@ use time::{Date, Duration};
 /// Events compaction holds at once: hours of a day are read together while
 /// the events they are expected to hold ([`expected_events`]) add up to at
 /// most this; a busier hour is read alone. With every stored event at most
-/// 1 KB, the raw items and decoded events of an hour take a few KB per
-/// event (BENCHMARKS.md, "The job's memory"), so this bounds compaction's
-/// memory to a few hundred MB, or one hour's events when an hour holds more.
+/// 1 KB, an event takes about 4.5 KB while its hour is read and encoded
+/// (BENCHMARKS.md, "The job's memory": 475 MB for 100,000), so this bounds
+/// compaction's memory to about that, or one hour's events when an hour
+/// holds more.
 pub const EVENTS_AT_ONCE: u64 = 100_000;
 
 /// Most hours read at once (each reads its shards in parallel).

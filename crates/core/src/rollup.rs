@@ -127,8 +127,9 @@ pub fn roll_days(
 /// Events the job reads and folds at once when rolling up days: consecutive
 /// days are read together while the events their windows hold add up to
 /// at most this ([`day_batches`]); a busier day is read alone (a day's
-/// visits need all of its events in memory).
-pub const ROLL_EVENTS_AT_ONCE: u64 = 200_000;
+/// visits need all of its events in memory: about 2.8 KB per 1 KB event,
+/// BENCHMARKS.md, "The job's memory").
+pub const ROLL_EVENTS_AT_ONCE: u64 = 100_000;
 
 /// Splits consecutive days into batches read and folded together: as many
 /// consecutive days as hold at most `budget` events in their merged event
@@ -704,9 +705,10 @@ mod tests {
         let batches = |budget| day_batches(&Zone::utc(), &days, &manifests, 0, now, budget);
         assert_eq!(batches(u64::MAX), vec![days.clone()]);
         assert_eq!(
-            batches(ROLL_EVENTS_AT_ONCE),
+            batches(200_000),
             vec![days[..3].to_vec(), days[3..4].to_vec(), days[4..].to_vec()]
         );
+        assert!(batches(ROLL_EVENTS_AT_ONCE).iter().all(|b| b.len() <= 3));
         // A budget below one day: a day at a time.
         assert_eq!(batches(1).len(), days.len());
         // Days that do not follow each other are never read together.

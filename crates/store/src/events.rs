@@ -73,19 +73,24 @@ impl Store {
         pk: String,
         now: Millis,
     ) -> Result<Vec<(String, Event)>, StoreError> {
-        let items = self.query_items(&pk, SortKeys::All).await?;
-        let mut out = Vec::with_capacity(items.len());
-        for mut item in items {
-            if number(&item, "ttl").is_some_and(|ttl| ttl * 1000 <= now) {
-                continue;
+        // Page by page: a page's items (several times the events they
+        // become) are freed before the next page is read.
+        let mut out = Vec::new();
+        self.query_pages(&pk, SortKeys::All, |items| {
+            for mut item in items {
+                if number(&item, "ttl").is_some_and(|ttl| ttl * 1000 <= now) {
+                    continue;
+                }
+                // Taken out of the item, not copied (the event does not hold it).
+                let sk = match item.remove("sk") {
+                    Some(AttributeValue::S(sk)) => sk,
+                    _ => String::new(),
+                };
+                out.push((sk, from_item::<Event>(item)?));
             }
-            // Taken out of the item, not copied (the event does not hold it).
-            let sk = match item.remove("sk") {
-                Some(AttributeValue::S(sk)) => sk,
-                _ => String::new(),
-            };
-            out.push((sk, from_item::<Event>(item)?));
-        }
+            Ok(())
+        })
+        .await?;
         Ok(out)
     }
 
@@ -134,7 +139,9 @@ impl Store {
         // of an event keyed at its hour's start carry each delivery's
         // time), whatever order the partitions arrived in.
         let mut once: HashMap<(Millis, String), Event> = HashMap::new();
-        let mut events = Vec::new();
+        // Sized once: growing it would copy every event while the
+        // partitions' own vectors are still held.
+        let mut events = Vec::with_capacity(parts.iter().map(|p| p.2.len()).sum());
         for (hour, mixed, part) in parts {
             for (sk, event) in part {
                 if !mixed {

@@ -25,6 +25,23 @@ impl Store {
         sort_keys: SortKeys<'_>,
     ) -> Result<Vec<Item>, StoreError> {
         let mut out = Vec::new();
+        self.query_pages(pk, sort_keys, |items| {
+            out.extend(items);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// Hands each page of the items of partition `pk` whose sort key
+    /// matches to `each` as it arrives, so a reader that turns items into
+    /// something smaller holds one page of items at a time.
+    pub(crate) async fn query_pages(
+        &self,
+        pk: &str,
+        sort_keys: SortKeys<'_>,
+        mut each: impl FnMut(Vec<Item>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let mut start = None;
         loop {
             let mut query = self
@@ -46,12 +63,11 @@ impl Store {
             };
             let page = query.send().await.map_err(from_sdk)?;
             self.add_read_units(page.consumed_capacity().and_then(|c| c.capacity_units()));
-            out.extend(page.items.unwrap_or_default());
+            each(page.items.unwrap_or_default())?;
             match page.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
-                _ => break,
+                _ => return Ok(()),
             }
         }
-        Ok(out)
     }
 }

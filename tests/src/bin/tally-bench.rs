@@ -8,6 +8,7 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- history     # a 365-day filtered query on a site with 1,000 events a day
 //! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
 //! cargo build --release -p tally-tests -p tally && ./target/release/tally-bench export   # `tally export` of 110k and 1.1M events: peak memory
+//! cargo build --release -p tally-tests -p tally-rollup && ./target/release/tally-bench job   # the job's peak memory for a site's busiest hour
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -52,7 +53,10 @@ async fn main() {
         "history" => history().await,
         "coldstart" => coldstart().await,
         "export" => export_bench().await,
-        _ => println!("usage: tally-bench dashboard|year|fold|segments|history|coldstart"),
+        "job" => job_bench().await,
+        _ => {
+            println!("usage: tally-bench dashboard|year|fold|segments|history|coldstart|export|job")
+        }
     }
 }
 
@@ -761,4 +765,136 @@ async fn export_bench() {
             let _ = std::fs::remove_file(&out);
         }
     }
+}
+
+/// The rollup function's peak memory (the release `bootstrap`, started
+/// against an emulated Lambda runtime API and the embedded store, given the
+/// schedule event) when a site's busiest hour holds `n` events: the hot
+/// site simulation's busiest hour (`tests/tests/hot_site.rs`, 12,650 events
+/// at a limit of 100 writes a second), then hours of 1 KB events (the
+/// largest a stored event may be) of growing size. The hour is yesterday
+/// noon (UTC), so one run compacts it (yesterday is re-read whole) and rolls
+/// up its day.
+async fn job_bench() {
+    use tally_core::keys::hour_start;
+    use tally_store::clock::{Clock, SystemClock};
+    let binary = std::env::var("TALLY_ROLLUP_BIN")
+        .unwrap_or_else(|_| "target/release/tally-rollup".to_owned());
+    let event = std::fs::read_to_string("infra/events/schedule.json").unwrap();
+    let now = SystemClock.now();
+    let today = utc_midnight(tally_core::zone::utc_date(now));
+    let hour = today - DAY_MS + 12 * HOUR_MS;
+    for (what, n, pad) in [
+        ("hot-site simulation's busiest hour", 12_650usize, false),
+        ("an hour of 1 KB events", 25_000, true),
+        ("an hour of 1 KB events", 100_000, true),
+        ("an hour of 1 KB events", 200_000, true),
+        ("an hour of the generator's events", 200_000, false),
+    ] {
+        let h = Harness::start().await;
+        let store = batch_store(&h).await;
+        let mut site =
+            Site::new("hot", &["hot.example".into()], "UTC", today - 2 * DAY_MS).unwrap();
+        site.retention_days = 7;
+        store.create_site(&site).await.unwrap();
+        // A day of the generator's traffic, squeezed into the hour.
+        let mut rng = tally_tests::generator::Rng::new(n as u64);
+        let mut events = Vec::new();
+        let mut seed = 0;
+        while events.len() < n {
+            seed += 1;
+            events.extend(traffic(&site, today - DAY_MS, 1, 5_000, seed));
+        }
+        events.truncate(n);
+        let mut bytes = 0;
+        for (i, s) in events.iter_mut().enumerate() {
+            s.eid = format!("hot{i:09}");
+            s.event.ts = hour + (s.event.ts - (today - DAY_MS)).rem_euclid(DAY_MS) / 24;
+            let size = |e: &tally_core::event::Event| {
+                let key = e.key(&site, &format!("hot{i:09}"), false);
+                tally_store::rollups::item_size(
+                    &tally_store::item::with_keys(e, key.pk(), key.sk(), Some(0)).unwrap(),
+                )
+            };
+            if pad {
+                // Distinct padding up to 1 KB, the most an event may take.
+                let room = 1_000usize.saturating_sub(size(&s.event) + 8);
+                let text: String = (0..room)
+                    .map(|_| char::from(b'a' + rng.below(26) as u8))
+                    .collect();
+                s.event.props.insert("pad".into(), text);
+            }
+            bytes += size(&s.event);
+        }
+        let t = Instant::now();
+        store_events(&store, &site, &events).await;
+        let stored = t.elapsed().as_secs_f64();
+        drop(events);
+        if std::env::var_os("TALLY_BENCH_PHASES").is_some() {
+            // In process: how much each step adds to this process's memory
+            // (the embedded store lives here too, so only the growth counts).
+            let config = JobConfig::default();
+            let base = rss_kib("VmRSS");
+            reset_peak();
+            let (compacted, _) = tally_rollup::compact::compact_site(&store, &site, now, 3)
+                .await
+                .unwrap();
+            let compact_peak = rss_kib("VmHWM");
+            let after = rss_kib("VmRSS");
+            reset_peak();
+            let rolled = tally_rollup::rollup_site(&store, &site, now, &config)
+                .await
+                .unwrap();
+            let roll_peak = rss_kib("VmHWM");
+            println!(
+                "{what}: {n} events; in process: compaction peak +{:.0} MB ({} events), rollups peak +{:.0} MB ({} days)",
+                (compact_peak - base) as f64 / 1024.0,
+                compacted.events,
+                (roll_peak - after) as f64 / 1024.0,
+                rolled.written.len()
+            );
+            continue;
+        }
+        let env = vec![
+            ("DYNAMODB_ENDPOINT", h.endpoint.clone()),
+            ("TABLE_NAME", "tally".to_owned()),
+        ];
+        let run = tally_tests::runtime_api::cold_start(
+            &binary,
+            &env,
+            &event,
+            std::time::Duration::from_secs(1800),
+        )
+        .await
+        .unwrap();
+        assert!(!run.error, "{}", run.response);
+        let report: serde_json::Value = serde_json::from_str(&run.response).unwrap_or_default();
+        println!(
+            "{what}: {n} events of {:.0} bytes on average at {} (stored in {stored:.0} s); the job: {:.1} s, peak RSS {:.0} MB ({} days written, {} events compacted, {} failed)",
+            bytes as f64 / n as f64,
+            tally_core::zone::format_date(tally_core::zone::utc_date(hour_start(hour))),
+            run.first_response.as_secs_f64(),
+            run.peak_rss_kib as f64 / 1024.0,
+            report["days_written"],
+            report["compaction"]["events"],
+            report["failed"],
+        );
+    }
+}
+
+/// A line of `/proc/self/status` (`VmRSS`, `VmHWM`), KiB.
+fn rss_kib(field: &str) -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Resets this process's peak resident memory (`VmHWM`) to its current one.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
