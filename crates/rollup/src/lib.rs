@@ -222,6 +222,10 @@ pub async fn run(
         state.run_started = now;
     }
     if scheduled {
+        // Sites deleted since are forgotten.
+        let listed = |id: &String| sites.iter().any(|(s, _)| s == id);
+        state.unfinished.retain(|id, _| listed(id));
+        state.quarantined.retain(|id, _| listed(id));
         for site in quarantine::begin_run(&mut state, now) {
             tracing::error!(site = %site, attempts = quarantine::MAX_UNFINISHED, "site quarantined: runs keep stopping inside it (out of memory or time); skipped until it is over");
         }

@@ -483,11 +483,44 @@ async fn raw_events_deleted_inside_the_recompute_window_never_shrink_compacted_h
         assert_eq!(&api.get(&config, p).await["results"], was, "{p}");
     }
 
+    // A late event in another hour of the day: the day is rewritten with
+    // it, and the hours raw lost are still kept.
+    let late_hour = utc_midnight(day) + 20 * HOUR_MS;
+    let mut late = events
+        .iter()
+        .find(|s| s.event.kind == Kind::PageView)
+        .unwrap()
+        .clone();
+    late.eid = "late-event-1".into();
+    late.event.ts = late_hour + 30 * MINUTE_MS;
+    late.event.sid = "late-session".into();
+    late.event.vid = "00000000000000ff".into();
+    store_events(&h.store, &site, std::slice::from_ref(&late)).await;
+    let report = run_job(&job, now() + 2 * HOUR_MS).await;
+    assert!(report.compaction.hours_kept > 0 && report.compaction.days_packed > 0);
+    let rewritten = manifest(h.store.clone()).await;
+    for (hour, entry) in &compacted.hours {
+        let events = rewritten.hours[hour].events;
+        if *hour == "20" {
+            assert_eq!(events, entry.events + 1);
+        } else {
+            assert_eq!(events, entry.events, "hour {hour}");
+        }
+    }
+    let stats = api.get(&config, &paths[0]).await;
+    for metric in ["visitors", "visits", "pageviews"] {
+        assert_eq!(
+            stats["results"][metric].as_u64(),
+            before[0][metric].as_u64().map(|n| n + 1),
+            "{metric}"
+        );
+    }
+
     // The explicit repair of that day writes what raw storage holds.
     let repaired = tally_rollup::repair(
         &job,
         &site,
-        now() + 2 * HOUR_MS,
+        now() + 3 * HOUR_MS,
         day,
         day,
         &JobConfig::default(),
@@ -499,7 +532,7 @@ async fn raw_events_deleted_inside_the_recompute_window_never_shrink_compacted_h
     let shrunk = manifest(h.store.clone()).await;
     assert_eq!(
         shrunk.events(),
-        compacted.events() - deleted as u64,
+        compacted.events() + 1 - deleted as u64,
         "{shrunk:?}"
     );
     let left = decode_events(h.scan().await, "gap");
