@@ -20,7 +20,7 @@
 
 use crate::classify::bot::{detect_bot, is_spam_referrer};
 use crate::classify::geo::country_for_time_zone;
-use crate::classify::referrer::{Channel, Utm, classify_referrer, referrer_host};
+use crate::classify::referrer::{Channel, Utm, classify, click_id, referrer_label};
 use crate::classify::ua::{DeviceType, classify_user_agent};
 pub use crate::item_size::MAX_ITEM_BYTES;
 use crate::payload::{Drop, Hit, HitKind, Rejection};
@@ -94,7 +94,7 @@ pub struct Event {
     /// The tab's session id (empty when the tracker sent none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sid: String,
-    /// The page's host name.
+    /// The page's host name, without a leading `www.` ([`stored_host`]).
     #[serde(rename = "h")]
     pub host: String,
     /// The page's path.
@@ -262,21 +262,17 @@ pub fn check_site(
 /// at most [`MAX_ITEM_BYTES`] ([`fit`]).
 pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &DailySalt) -> Event {
     let ua = classify_user_agent(client.user_agent);
-    let utm = clean_utm(Utm::from_query(&hit.url));
+    let mut utm = clean_utm(Utm::from_query(&hit.url));
     let page_host = hit.url.host_str().unwrap_or_default();
-    let source = classify_referrer(hit.referrer.as_ref(), page_host, &utm);
-    let external_referrer = hit.referrer.as_ref().filter(|r| {
-        let host = referrer_host(r).unwrap_or_default();
-        host != page_host.strip_prefix("www.").unwrap_or(page_host)
-    });
-    let referrer = external_referrer.and_then(|r| {
-        let host = referrer_host(r)?;
-        let path = r.path();
-        optional_label(
-            &format!("{host}{}", if path == "/" { "" } else { path }),
-            MAX_REFERRER_BYTES,
-        )
-    });
+    let source = classify(hit.referrer.as_ref(), page_host, &utm, click_id(&hit.url));
+    if utm.medium.is_none() {
+        // Google with `gclid`, Bing with `msclkid`: `(gclid)`, `(msclkid)`.
+        utm.medium = source.inferred_medium.map(str::to_owned);
+    }
+    // Plausible's form: `facebook.com/page`, no `www.`, no trailing slash,
+    // no query; none for a self-referral or `localhost`.
+    let referrer = referrer_label(hit.referrer.as_ref(), page_host)
+        .and_then(|r| optional_label(&r, MAX_REFERRER_BYTES));
     let (country, region, city) = match client.geo {
         Some(geo) => (
             geo.country
@@ -303,7 +299,7 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
             .as_deref()
             .map(|sid| session_id(salt, &site.id, sid))
             .unwrap_or_default(),
-        host: label(page_host, MAX_HOST_BYTES),
+        host: label(stored_host(page_host), MAX_HOST_BYTES),
         path: String::new(),
         referrer,
         source: label(&source.name, MAX_SOURCE_BYTES),
@@ -353,6 +349,15 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
     }
     fit(&mut event, key_reserve(site, hit.eid.as_deref()));
     event
+}
+
+/// The page host as stored: without a leading `www.` (Plausible's
+/// hostname), so `www.example.com` and `example.com` are one host.
+pub fn stored_host(host: &str) -> &str {
+    match host.strip_prefix("www.") {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => host,
+    }
 }
 
 /// A stored label: invisible characters removed, cut to `max` bytes.
@@ -577,11 +582,16 @@ mod tests {
         let e = build(&h, &site(), &client(), 1_000, &salt);
         assert_eq!(e.kind, Kind::PageView);
         assert_eq!(e.path, "/café");
-        assert_eq!(e.host, "www.example.com");
+        // Plausible's "www. is stripped from hostname".
+        assert_eq!(e.host, "example.com");
         assert_eq!(e.sid, crate::salt::session_id(&salt, "blog", "abc"));
         assert_eq!(e.vid, visitor_id(&salt, "blog", "203.0.113.9", CHROME_MAC));
         assert_eq!(e.utm_campaign.as_deref(), Some("nov"));
         assert_eq!(e.channel, Channel::Email);
+        assert_eq!(
+            e.source, "newsletter",
+            "a tag no table names is kept as given"
+        );
         assert_eq!(e.referrer.as_deref(), Some("google.com"));
         assert_eq!(e.browser, "Chrome");
         assert_eq!(e.os, "macOS");
@@ -597,6 +607,80 @@ mod tests {
         assert_eq!(e.referrer, None);
         assert_eq!(e.channel, Channel::Direct);
         assert_eq!(e.source, "Direct");
+    }
+
+    #[test]
+    fn click_ids_give_paid_search_and_their_medium_never_their_value() {
+        let salt = daily_salt(&Secret::new(b"s".to_vec()), date!(2026 - 11 - 30));
+        let cases = [
+            (
+                r#"{"s":"blog","u":"https://example.com/?gclid=SECRET1","r":"https://www.google.com/"}"#,
+                "Google",
+                Channel::PaidSearch,
+                Some("(gclid)"),
+            ),
+            (
+                r#"{"s":"blog","u":"https://example.com/?msclkid=SECRET1","r":"https://www.bing.com/"}"#,
+                "Bing",
+                Channel::PaidSearch,
+                Some("(msclkid)"),
+            ),
+            (
+                r#"{"s":"blog","u":"https://example.com/?gclid=SECRET1&utm_medium=paidads","r":"https://google.com/"}"#,
+                "Google",
+                Channel::PaidSearch,
+                Some("paidads"),
+            ),
+            (
+                r#"{"s":"blog","u":"https://example.com/?gclid=SECRET1","r":"https://duckduckgo.com/"}"#,
+                "DuckDuckGo",
+                Channel::OrganicSearch,
+                None,
+            ),
+        ];
+        for (body, source, channel, medium) in cases {
+            let e = build(&hit(body), &site(), &client(), 1_000, &salt);
+            assert_eq!(
+                (e.source.as_str(), e.channel, e.utm_medium.as_deref()),
+                (source, channel, medium),
+                "{body}"
+            );
+            let json = serde_json::to_string(&e).unwrap();
+            assert!(!json.contains("SECRET1"), "{json}");
+        }
+    }
+
+    #[test]
+    fn another_host_of_the_site_is_the_same_visitor() {
+        // The visitor id is salted with site, IP and user agent only
+        // (Plausible's adds the host's root domain: a documented difference).
+        let salt = daily_salt(&Secret::new(b"s".to_vec()), date!(2026 - 11 - 30));
+        let two = Site::new(
+            "blog",
+            &["example.com".into(), "example.org".into()],
+            "Europe/Berlin",
+            0,
+        )
+        .unwrap();
+        let a = build(
+            &hit(r#"{"s":"blog","u":"https://example.com/"}"#),
+            &two,
+            &client(),
+            1_000,
+            &salt,
+        );
+        let b = build(
+            &hit(r#"{"s":"blog","u":"https://www.example.org/"}"#),
+            &two,
+            &client(),
+            1_000,
+            &salt,
+        );
+        assert_eq!(
+            (a.host.as_str(), b.host.as_str()),
+            ("example.com", "example.org")
+        );
+        assert_eq!(a.vid, b.vid);
     }
 
     #[test]

@@ -10,9 +10,12 @@
 //! - `url` is required, at most 2,000 bytes, not `data:`;
 //! - `domain` names the site (a comma list sends to each); default: the
 //!   URL's host;
-//! - `props` is an object or a JSON string of one; scalar values only;
-//!   blanks dropped; the first 30 kept; a key over 300 bytes or a value
-//!   over 2,000 bytes is refused;
+//! - `props` is an object or a JSON string of one (anything else: no
+//!   properties, the event kept); list, object, null and blank values
+//!   dropped; the first 30 kept; a key over 300 bytes or a value over
+//!   2,000 bytes is refused;
+//! - `domain: null` (or none) takes the URL's host; a URL without one is
+//!   `domain: can't be blank`;
 //! - `revenue` is `{currency, amount}`; when invalid (or negative) it is
 //!   ignored and the event still accepted;
 //! - `interactive: false` does not end a bounce; `h: 1` makes the URL's
@@ -105,7 +108,19 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
     if url_text.starts_with("data:") {
         return Err(invalid("url", "is invalid"));
     }
-    let url = Url::parse(&url_text).map_err(|_| invalid("url", "is invalid"))?;
+    let parsed = Url::parse(&url_text);
+    // Without a domain the site is the URL's host; a URL without one (or
+    // `domain: null`) is Plausible's `domain: can't be blank`.
+    if field("domain", &["d"]).is_none()
+        && parsed
+            .as_ref()
+            .ok()
+            .and_then(Url::host_str)
+            .is_none_or(str::is_empty)
+    {
+        return Err(invalid("domain", "can't be blank"));
+    }
+    let url = parsed.map_err(|_| invalid("url", "is invalid"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(invalid("url", "is invalid"));
     }
@@ -210,17 +225,19 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
     }))
 }
 
-/// `props`: an object, or a JSON string holding one.
+/// `props`: an object, or a JSON string holding one. As Plausible does,
+/// anything else (a list, a number, a string that is not an object's JSON)
+/// gives no properties and the event is kept; a property whose value is a
+/// list or an object, null or blank is dropped and the others kept (a
+/// boolean is kept as `true` or `false`, as Plausible stores it).
 fn props(value: Option<Value>, limits: &Limits) -> Result<BTreeMap<String, String>, Rejection> {
     let map: Map<String, Value> = match value {
-        None => Map::new(),
         Some(Value::Object(m)) => m,
-        Some(Value::String(s)) if s.trim().is_empty() => Map::new(),
         Some(Value::String(s)) => match serde_json::from_str(&s) {
             Ok(Value::Object(m)) => m,
-            _ => return Err(invalid("props", "is invalid")),
+            _ => Map::new(),
         },
-        Some(_) => return Err(invalid("props", "is invalid")),
+        _ => Map::new(),
     };
     let mut out = BTreeMap::new();
     for (key, value) in map {
@@ -228,13 +245,7 @@ fn props(value: Option<Value>, limits: &Limits) -> Result<BTreeMap<String, Strin
             Value::String(s) => s,
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
-            Value::Null => continue,
-            _ => {
-                return Err(invalid(
-                    "props",
-                    "values must be strings, numbers or booleans",
-                ));
-            }
+            Value::Null | Value::Array(_) | Value::Object(_) => continue,
         };
         let (key, text) = (key.trim().to_owned(), text.trim().to_owned());
         if key.is_empty() || text.is_empty() {
@@ -430,6 +441,40 @@ mod tests {
         assert!(one(&long_ref).referrer.is_some());
     }
 
+    /// Plausible's prop tests (external_controller_test.exs): bad props are
+    /// dropped and the event stored.
+    #[test]
+    #[rustfmt::skip]
+    fn bad_props_are_dropped_and_the_event_kept() {
+        let props = |p: &str| -> BTreeMap<String, String> {
+            match one(&format!(r#"{{"n":"Signup","u":"https://a.com/","d":"a.com","p":{p}}}"#)).kind {
+                HitKind::Custom { props, .. } => props,
+                other => panic!("{other:?}"),
+            }
+        };
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        };
+        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+            ("casts custom props to string", r#"{"bool_test":true,"number_test":12}"#, &[("bool_test", "true"), ("number_test", "12")]),
+            // Its Elixir keys `false:` and `nil:` are "false" and "" as sent.
+            ("filters out bad props", r#"{"false":null,"":false,"good":true,"      ":"    ","    ":"value","key":"    "}"#, &[("good", "true")]),
+            ("ignores malformed custom props", r#""\"show-more:button\"""#, &[]),
+            ("can send props stringified", r#""{\"number_test\":12}""#, &[("number_test", "12")]),
+            ("ignores custom prop with array value", r#""{\"wat\":[\"some-thing\"],\"other\":\"key\"}""#, &[("other", "key")]),
+            ("ignores custom prop with map value", r#""{\"foo\":{\"bar\":\"baz\"},\"other_key\":1}""#, &[("other_key", "1")]),
+            ("ignores custom prop with empty string value", r#"{"foo":"","other_key":true}"#, &[("other_key", "true")]),
+            ("ignores custom prop with nil value", r#"{"foo":null,"other_key":true}"#, &[("other_key", "true")]),
+            ("a false value is kept as Plausible stores it", r#"{"flag":false}"#, &[("flag", "false")]),
+            ("props as a list", r#"[1,2]"#, &[]),
+            ("props as a number", "7", &[]),
+            ("props as a boolean", "false", &[]),
+        ];
+        for (test, p, want) in cases {
+            assert_eq!(props(p), map(want), "{test}");
+        }
+    }
+
     #[test]
     fn invalid_bodies_are_refused_with_the_field_named() {
         let big_key = format!(
@@ -449,19 +494,24 @@ mod tests {
             (long_name, "name"),
             (r#"{"n":"pageview"}"#.into(), "url"),
             (r#"{"n":"pageview","u":"data:text/html,hi"}"#.into(), "url"),
-            (r#"{"n":"pageview","u":"/relative"}"#.into(), "url"),
+            (
+                r#"{"n":"pageview","u":"/relative","d":"a.com"}"#.into(),
+                "url",
+            ),
+            (
+                r#"{"n":"pageview","u":"about:config","d":"a.com"}"#.into(),
+                "url",
+            ),
+            // Plausible's "responds 400 with errors when domain is missing".
+            (
+                r#"{"n":"pageview","u":"about:config","domain":null}"#.into(),
+                "domain",
+            ),
+            (r#"{"n":"pageview","u":"/relative"}"#.into(), "domain"),
             (long_url, "url"),
             (
                 r#"{"n":"pageview","u":"https://a.com/","d":" , "}"#.into(),
                 "domain",
-            ),
-            (
-                r#"{"n":"E","u":"https://a.com/","p":"not json"}"#.into(),
-                "props",
-            ),
-            (
-                r#"{"n":"E","u":"https://a.com/","p":{"o":{"nested":1}}}"#.into(),
-                "props",
             ),
             (big_key, "props"),
             (big_value, "props"),

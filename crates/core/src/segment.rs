@@ -471,6 +471,9 @@ pub(crate) fn kind_of(code: u8) -> Result<Kind, SegmentError> {
     })
 }
 
+/// A channel's one-byte code in segments. Codes are never reused or
+/// renumbered: 0-5 are the channels segments held before GA4's groups (5 is
+/// the legacy `Paid`), new channels take the next free codes.
 pub(crate) fn channel_code(c: Channel) -> u8 {
     match c {
         Channel::Direct => 0,
@@ -479,6 +482,20 @@ pub(crate) fn channel_code(c: Channel) -> u8 {
         Channel::Referral => 3,
         Channel::Email => 4,
         Channel::Paid => 5,
+        Channel::PaidSearch => 6,
+        Channel::PaidSocial => 7,
+        Channel::PaidVideo => 8,
+        Channel::PaidShopping => 9,
+        Channel::PaidOther => 10,
+        Channel::Display => 11,
+        Channel::CrossNetwork => 12,
+        Channel::OrganicShopping => 13,
+        Channel::OrganicVideo => 14,
+        Channel::Affiliates => 15,
+        Channel::Audio => 16,
+        Channel::Sms => 17,
+        Channel::MobilePushNotifications => 18,
+        Channel::AiAssistants => 19,
     }
 }
 
@@ -490,6 +507,20 @@ pub(crate) fn channel_of(code: u8) -> Result<Channel, SegmentError> {
         3 => Channel::Referral,
         4 => Channel::Email,
         5 => Channel::Paid,
+        6 => Channel::PaidSearch,
+        7 => Channel::PaidSocial,
+        8 => Channel::PaidVideo,
+        9 => Channel::PaidShopping,
+        10 => Channel::PaidOther,
+        11 => Channel::Display,
+        12 => Channel::CrossNetwork,
+        13 => Channel::OrganicShopping,
+        14 => Channel::OrganicVideo,
+        15 => Channel::Affiliates,
+        16 => Channel::Audio,
+        17 => Channel::Sms,
+        18 => Channel::MobilePushNotifications,
+        19 => Channel::AiAssistants,
         _ => return Err(SegmentError::Corrupt("channel")),
     })
 }
@@ -1518,5 +1549,30 @@ mod tests {
             Err(SegmentError::Magic)
         );
         assert_eq!(decode_part(b"", |_| true), Err(SegmentError::Truncated));
+    }
+
+    #[test]
+    fn channel_codes_are_stable_and_round_trip() {
+        // The codes segments were written with before GA4's channel groups
+        // decode to the same channels.
+        for (code, channel) in [
+            (0, Channel::Direct),
+            (1, Channel::OrganicSearch),
+            (2, Channel::OrganicSocial),
+            (3, Channel::Referral),
+            (4, Channel::Email),
+            (5, Channel::Paid),
+        ] {
+            assert_eq!(channel_of(code).ok(), Some(channel));
+            assert_eq!(channel_code(channel), code);
+        }
+        let mut codes: Vec<u8> = Channel::ALL.into_iter().map(channel_code).collect();
+        for c in Channel::ALL {
+            assert_eq!(channel_of(channel_code(c)).ok(), Some(c));
+        }
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), Channel::ALL.len());
+        assert!(channel_of(Channel::ALL.len() as u8).is_err());
     }
 }

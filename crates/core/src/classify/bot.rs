@@ -474,67 +474,15 @@ fn is_false_positive(ua: &[u8], at: usize, pattern: &str) -> bool {
         })
 }
 
-/// Well-known referrer-spam domains (Semalt and friends). Hosts match when
-/// equal to an entry or a subdomain of it.
-pub const SPAM_REFERRER_DOMAINS: &[&str] = &[
-    "100dollars-seo.com",
-    "4webmasters.org",
-    "7makemoneyonline.com",
-    "best-seo-offer.com",
-    "best-seo-solution.com",
-    "blackhatworth.com",
-    "buttons-for-website.com",
-    "buttons-for-your-website.com",
-    "darodar.com",
-    "econom.co",
-    "event-tracking.com",
-    "fix-website-errors.com",
-    "floating-share-buttons.com",
-    "free-share-buttons.com",
-    "free-social-buttons.com",
-    "get-free-traffic-now.com",
-    "hulfingtonpost.com",
-    "ilovevitaly.com",
-    "ilovevitaly.ru",
-    "kambasoft.com",
-    "o-o-6-o-o.com",
-    "o-o-8-o-o.com",
-    "priceg.com",
-    "qualitymarketzone.com",
-    "rank-checker.online",
-    "ranksonic.info",
-    "ranksonic.org",
-    "savetubevideo.com",
-    "semalt.com",
-    "simple-share-buttons.com",
-    "site-auditor.online",
-    "social-buttons.com",
-    "success-seo.com",
-    "trafficmonetize.org",
-    "videos-for-your-business.com",
-    "webmonetizer.net",
-];
-
-/// Whether a referrer host is a well-known referrer-spam domain or one of
-/// its subdomains (ASCII case-insensitive; a trailing dot and a port are
-/// ignored).
+/// Whether a referrer host is on the referrer-spam list Plausible applies
+/// (Matomo's, compiled in: [`crate::classify::sources::is_spam_host`]), or
+/// a subdomain of a listed host (ASCII case-insensitive; a trailing dot, a
+/// port and a leading `www.` are ignored).
 pub fn is_spam_referrer(host: &str) -> bool {
     let host = host.trim();
     let host = host.split_once(':').map_or(host, |(h, _)| h);
-    let host = host.strip_suffix('.').unwrap_or(host);
-    SPAM_REFERRER_DOMAINS
-        .iter()
-        .any(|d| host_is_or_under(host, d))
-}
-
-/// `host` equals `domain` or ends with `.domain`, ASCII case-insensitively.
-pub(crate) fn host_is_or_under(host: &str, domain: &str) -> bool {
-    let (h, d) = (host.as_bytes(), domain.as_bytes());
-    if h.len() < d.len() {
-        return false;
-    }
-    let split = h.len() - d.len();
-    h[split..].eq_ignore_ascii_case(d) && (split == 0 || h[split - 1] == b'.')
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    !host.is_empty() && crate::classify::sources::is_spam_host(&host)
 }
 
 #[cfg(test)]
@@ -920,7 +868,8 @@ mod tests {
             ("www.buttons-for-website.com", true),
             ("darodar.com.", true),
             ("forum.darodar.com:8080", true),
-            ("ilovevitaly.ru", true),
+            // Plausible's "ignores event when referrer is a spammer".
+            ("www.1-best-seo.com", true),
             ("notsemalt.com", false),
             ("semalt.com.example.org", false),
             ("google.com", false),
@@ -929,17 +878,6 @@ mod tests {
         for (host, want) in cases {
             assert_eq!(is_spam_referrer(host), want, "{host:?}");
         }
-    }
-
-    #[test]
-    fn spam_list_is_lower_case_and_unique() {
-        for d in SPAM_REFERRER_DOMAINS {
-            assert_eq!(*d, d.to_ascii_lowercase());
-        }
-        let mut sorted = SPAM_REFERRER_DOMAINS.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), SPAM_REFERRER_DOMAINS.len());
     }
 
     #[test]

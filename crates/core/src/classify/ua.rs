@@ -255,12 +255,49 @@ fn detect_os(ua: &str, w_os: &str) -> &'static str {
     }
 }
 
+/// Whether an Android user agent's device model (the part before
+/// ` Build/`) names a tablet even though the agent says `Mobile`, as old
+/// stock browsers on tablets do (Plausible's tablet test agent: `Surfing TAB
+/// B 9.7 3G Build/JDQ39 ... Mobile Safari`): a `tab` or `pad` word
+/// (`Galaxy Tab`, `Lenovo TAB2`, `MediaPad`), `Tablet`, Kindle Fire (`KF…`),
+/// Samsung's tablet series (`SM-T`, `SM-X`, `SM-P`), `Nexus 7/9/10`, `Xoom`.
+fn android_model_is_tablet(ua: &str) -> bool {
+    let Some(before) = ua.split(" Build/").next().filter(|b| b.len() < ua.len()) else {
+        return false;
+    };
+    let model = before.rsplit(';').next().unwrap_or_default().trim();
+    let lower = model.to_ascii_lowercase();
+    let word_start = |i: usize| i == 0 || !lower.as_bytes()[i - 1].is_ascii_alphabetic();
+    let word_end = |i: usize| {
+        lower
+            .as_bytes()
+            .get(i)
+            .is_none_or(|b| !b.is_ascii_alphabetic())
+    };
+    let has_word = |w: &str| {
+        lower
+            .match_indices(w)
+            .any(|(i, _)| word_start(i) && word_end(i + w.len()))
+    };
+    has_word("tab")
+        || has_word("tablet")
+        || lower.contains("mediapad")
+        || lower.contains("matepad")
+        || lower.contains("xoom")
+        || ["sm-t", "sm-x", "sm-p", "kf"]
+            .iter()
+            .any(|p| lower.starts_with(p))
+        || ["nexus 7", "nexus 9", "nexus 10"]
+            .iter()
+            .any(|n| lower == *n)
+}
+
 fn detect_device(ua: &str, os_name: &'static str, w_category: &str) -> DeviceType {
     match os_name {
         os::IPADOS => DeviceType::Tablet,
         os::IOS => DeviceType::Mobile,
         os::ANDROID | os::HARMONY_OS => {
-            if ua.contains("Tablet") {
+            if ua.contains("Tablet") || android_model_is_tablet(ua) {
                 DeviceType::Tablet
             } else if ua.contains("Mobile") || ua.contains("Opera Mini") || ua.contains("Phone;") {
                 DeviceType::Mobile
@@ -358,6 +395,33 @@ pub(crate) mod tests {
             "Chrome",
             "Android",
             Tablet,
+        ),
+        // Plausible's "screen size is calculated from user_agent when is
+        // tablet": a tablet whose stock browser says `Mobile Safari`.
+        (
+            "Mozilla/5.0 (Linux; U; Android 4.2.2; it-it; Surfing TAB B 9.7 3G Build/JDQ39) AppleWebKit/534.30 (KHTML, like Gecko) Version/4.0 Mobile Safari/534.30",
+            // woothee's name for the pre-Chrome stock browser.
+            "Safari",
+            "Android",
+            Tablet,
+        ),
+        (
+            "Mozilla/5.0 (Linux; Android 9; SM-T510 Build/PPR1.180610.011) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36",
+            "Chrome",
+            "Android",
+            Tablet,
+        ),
+        (
+            "Mozilla/5.0 (Linux; Android 6.0; U007 Pro Build/MRA58K; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/44.0.2403.119 Mobile Safari/537.36",
+            "Android WebView",
+            "Android",
+            Mobile,
+        ),
+        (
+            "Mozilla/5.0 (Linux; Android 10; Stable Phone X Build/QP1A) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36",
+            "Chrome",
+            "Android",
+            Mobile,
         ),
         (
             "Mozilla/5.0 (Linux; Android 10; CUBOT_X30) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/119.0.6045.163 Mobile Safari/537.36",
