@@ -225,12 +225,19 @@ async fn tablets_are_not_classed_mobile() {
     }
 }
 
+/// A props case: Plausible's test, the props sent, the props stored.
+type PropsCase = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
 /// Plausible's prop tests: bad props are dropped and the event is stored.
 #[tokio::test]
 async fn bad_props_are_dropped_and_the_event_stored() {
     let rig = Rig::new().await;
     #[rustfmt::skip]
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    let cases: &[PropsCase] = &[
         ("casts custom props to string", r#"{"bool_test":true,"number_test":12}"#, &[("bool_test", "true"), ("number_test", "12")]),
         // The test's Elixir keys `false:` and `nil:` reach Plausible as
         // "false" and "": the pair dropped there has an empty key, and a

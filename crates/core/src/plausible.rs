@@ -455,7 +455,8 @@ mod tests {
         let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
         };
-        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+        type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+        let cases: &[Case] = &[
             ("casts custom props to string", r#"{"bool_test":true,"number_test":12}"#, &[("bool_test", "true"), ("number_test", "12")]),
             // Its Elixir keys `false:` and `nil:` are "false" and "" as sent.
             ("filters out bad props", r#"{"false":null,"":false,"good":true,"      ":"    ","    ":"value","key":"    "}"#, &[("good", "true")]),

@@ -13,9 +13,11 @@
 //! Everything here is pure and cheap (a few microseconds per event) and reads
 //! no files; the tables are compiled in. The only one-off cost is woothee's
 //! lazily compiled regexes on the first [`ua::classify_user_agent`] call
-//! (measured ≈ 0.7 ms once per process, release build); the source tables
-//! are sorted static slices, so the first referrer lookup costs what any
-//! other does.
+//! (measured ≈ 0.7 ms once per process, release build). The source tables
+//! are sorted static slices built at compile time (≈ 0.3 MB read-only, no
+//! start-up parsing): the first page view's source and channel take
+//! 65–95 µs (page faults), then ≈ 3 µs each, both URL parses included
+//! (`referrer::tests::classifier_cost`).
 
 pub mod bot;
 pub mod geo;

@@ -705,7 +705,8 @@ mod tests {
     #[test]
     #[rustfmt::skip]
     fn ga4_channel_rules() {
-        let rows: &[(&str, &str, Option<&str>, Option<&str>, Option<&str>, Channel)] = &[
+        type Row = (&'static str, &'static str, Option<&'static str>, Option<&'static str>, Option<&'static str>, Channel);
+        let rows: &[Row] = &[
             // (rule, source, medium, campaign, utm_source, channel)
             ("Cross-network: campaign contains cross-network", "Google", Some("cpc"), Some("q1-Cross-Network-x"), None, CrossNetwork),
             ("Paid Shopping: shopping source + paid medium", "amazon", Some("cpc"), None, None, PaidShopping),
