@@ -4,8 +4,8 @@
 //! value, revenue, properties, the visitor id of that day), never an
 //! address or a user agent (neither is stored).
 //!
-//! Reports become CSV here too ([`report_csv`], the query API's
-//! `format=csv`).
+//! Reports become CSV here too ([`table_csv`] of typed rows' cells, or
+//! [`report_csv`] of a report's JSON; the query API's `format=csv`).
 //!
 //! CSV cells that a spreadsheet would run as a formula (starting with `=`,
 //! `+`, `-`, `@`, a tab or a carriage return) are prefixed with `'`: page
@@ -212,20 +212,45 @@ pub fn csv_cells(r: &ExportRow<'_>) -> Vec<String> {
 /// Columns a report row leads with, when it has them.
 const LEADING: [&str; 5] = ["date", "value", "step", "label", "name"];
 
-/// A report's `results` as CSV (`format=csv`): an array of rows or one
-/// object of totals, one column per key (the row's name first, the rest in
-/// order). A revenue list is written `59.97 EUR; 5 USD`; other nested
-/// values as JSON. `None` when `results` is neither.
-pub fn report_csv(results: &serde_json::Value) -> Option<String> {
-    use serde_json::Value;
-    let rows: Vec<&serde_json::Map<String, Value>> = match results {
-        Value::Array(items) => items.iter().filter_map(Value::as_object).collect(),
-        Value::Object(totals) => vec![totals],
-        _ => return None,
-    };
+/// One cell of a report's CSV.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cell {
+    /// Nothing (a null).
+    Empty,
+    /// Text, numbers as JSON writes them (`25.0`): defused ([`safe_cell`]).
+    Text(String),
+    /// Written as is (revenue as `59.97 EUR; 5 USD`).
+    Raw(String),
+}
+
+impl Cell {
+    /// A number as JSON writes it (`3`, `25.0`); a number JSON cannot hold
+    /// is empty.
+    pub fn number(x: f64) -> Self {
+        if x.is_finite() {
+            Self::Text(serde_json::Value::from(x).to_string())
+        } else {
+            Self::Empty
+        }
+    }
+
+    /// Revenue per currency, `(total, currency)`: `59.97 EUR; 5 USD`.
+    pub fn revenue<'a>(sums: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
+        let parts: Vec<String> = sums.map(|(total, code)| format!("{total} {code}")).collect();
+        Self::Raw(parts.join("; "))
+    }
+}
+
+/// One row of a report: its cells by column.
+pub type Record = Vec<(String, Cell)>;
+
+/// Report rows as CSV (`format=csv`): one column per name any row has, the
+/// row's name first (`date`, `value`, `step`, `label`, `name`), the rest
+/// in alphabetical order; a row without a column leaves it empty.
+pub fn table_csv(rows: &[Record]) -> Option<String> {
     let mut columns: Vec<&str> = Vec::new();
-    for row in &rows {
-        for key in row.keys() {
+    for row in rows {
+        for (key, _) in row {
             if !columns.contains(&key.as_str()) {
                 columns.push(key);
             }
@@ -240,25 +265,48 @@ pub fn report_csv(results: &serde_json::Value) -> Option<String> {
     let mut out = csv::Writer::from_writer(Vec::new());
     out.write_record(&columns).ok()?;
     for row in rows {
-        let cells = columns.iter().map(|c| match row.get(*c) {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(s)) => safe_cell(s),
-            Some(Value::Array(items)) if items.iter().all(|i| i.get("currency").is_some()) => items
-                .iter()
-                .map(|i| {
-                    format!(
-                        "{} {}",
-                        i["total"].as_str().unwrap_or_default(),
-                        i["currency"].as_str().unwrap_or_default()
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-            Some(other) => safe_cell(&other.to_string()),
+        let cells = columns.iter().map(|c| {
+            // The last cell of a name wins, as in a JSON object.
+            match row.iter().rev().find(|(k, _)| k == c).map(|(_, v)| v) {
+                None | Some(Cell::Empty) => String::new(),
+                Some(Cell::Text(s)) => safe_cell(s),
+                Some(Cell::Raw(s)) => s.clone(),
+            }
         });
         out.write_record(cells).ok()?;
     }
     String::from_utf8(out.into_inner().ok()?).ok()
+}
+
+/// A report's `results` as CSV (`format=csv`) from its JSON: an array of
+/// rows or one object of totals ([`table_csv`]). A revenue list is written
+/// `59.97 EUR; 5 USD`; other nested values as JSON. `None` when `results`
+/// is neither.
+pub fn report_csv(results: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let rows: Vec<&serde_json::Map<String, Value>> = match results {
+        Value::Array(items) => items.iter().filter_map(Value::as_object).collect(),
+        Value::Object(totals) => vec![totals],
+        _ => return None,
+    };
+    let cell = |v: &Value| match v {
+        Value::Null => Cell::Empty,
+        Value::String(s) => Cell::Text(s.clone()),
+        Value::Array(items) if items.iter().all(|i| i.get("currency").is_some()) => {
+            Cell::revenue(items.iter().map(|i| {
+                (
+                    i["total"].as_str().unwrap_or_default(),
+                    i["currency"].as_str().unwrap_or_default(),
+                )
+            }))
+        }
+        other => Cell::Text(other.to_string()),
+    };
+    let records: Vec<Record> = rows
+        .iter()
+        .map(|row| row.iter().map(|(k, v)| (k.clone(), cell(v))).collect())
+        .collect();
+    table_csv(&records)
 }
 
 #[cfg(test)]

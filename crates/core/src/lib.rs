@@ -23,6 +23,9 @@
 //! - [`segment`]: compacted events (the columnar, compressed encoding).
 //! - [`plan`]: where each day of a read comes from (rollup, segment, raw).
 //! - [`compaction`]: which hours and days the job (re)compacts.
+//! - [`query`]: the one typed query model: every door's parser into
+//!   queries, what they need folded, the pure executor of their answers,
+//!   the metrics' formulas and the typed bodies each door renders.
 //! - [`rollup`], [`report`]: stored day aggregates and JSON reports.
 //! - [`text`]: the rules for text that becomes a stored label.
 //! - [`item_size`]: an item's size as DynamoDB measures it (one write unit).
@@ -49,6 +52,7 @@ pub mod money;
 pub mod payload;
 pub mod plan;
 pub mod plausible;
+pub mod query;
 pub mod range;
 pub mod report;
 pub mod retention;

@@ -174,7 +174,9 @@ pub fn resolve(
     Ok((name, range))
 }
 
-fn months_back(first_of_month: Date, months: i32) -> Date {
+/// The first day of the month `months` before the month that
+/// `first_of_month` starts.
+pub fn months_back(first_of_month: Date, months: i32) -> Date {
     let total =
         first_of_month.year() * 12 + i32::from(u8::from(first_of_month.month())) - 1 - months;
     let (y, m) = (total.div_euclid(12), total.rem_euclid(12) + 1);

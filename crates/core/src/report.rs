@@ -1,12 +1,20 @@
-//! Turning aggregates into the API's JSON: stats with comparison, time
-//! series rows and breakdown rows. Rates are derived here and only here.
+//! Turning aggregates into the API's JSON as the query function's doors
+//! build it today: stats with comparison, time series rows and breakdown
+//! rows. The formulas live once, in [`crate::query::metric`], and the rows'
+//! shapes in [`crate::query::tally::body`]; the door rewrite (each door a
+//! parser into queries and a renderer of answers) deletes what is left here
+//! but the re-exports.
 
-use crate::aggregate::{Metrics, OTHER, rank};
-use crate::classify::geo::country_name;
-use crate::dimension::{Dimension, Level};
+use crate::aggregate::Metrics;
+use crate::dimension::Dimension;
+use crate::query::metric::{ChangeRule, Metric, Scope};
+use crate::query::tally::Breakdown;
+use crate::query::tally::body::{BreakdownRow, SeriesRow};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+
+pub use crate::query::metric::{RevenueRow, percent, revenue, scroll_depth, time_on_page};
 
 /// The headline numbers of a range.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,180 +35,70 @@ pub struct Stats {
     pub events: u64,
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 { 0.0 } else { a as f64 / b as f64 }
-}
-
-fn round_to(x: f64, places: i32) -> f64 {
-    let f = 10f64.powi(places);
-    (x * f).round() / f
-}
-
-/// Average duration in whole seconds.
-fn seconds(duration_ms: u64, visits: u64) -> u64 {
-    (ratio(duration_ms, visits) / 1000.0).round() as u64
-}
-
-/// Percent of `part` in `whole`, one decimal.
-pub fn percent(part: u64, whole: u64) -> f64 {
-    round_to(ratio(part, whole) * 100.0, 1)
-}
-
 /// Stats of totals.
 pub fn stats(m: &Metrics) -> Stats {
+    let scope = Scope::totals(m);
+    let shown = |metric: Metric| metric.figure(m, &scope).as_f64().unwrap_or(0.0);
     Stats {
         visitors: m.visitors,
         visits: m.visits,
         pageviews: m.pageviews,
-        views_per_visit: round_to(ratio(m.pageviews, m.visits), 2),
-        bounce_rate: percent(m.bounces, m.visits),
-        visit_duration: seconds(m.duration_ms, m.visits),
+        views_per_visit: shown(Metric::ViewsPerVisit),
+        bounce_rate: shown(Metric::BounceRate),
+        visit_duration: shown(Metric::VisitDuration) as u64,
         events: m.events,
     }
 }
 
-/// The change from `previous` to `current` for each metric: percent change
-/// for counts and averages (`null` when the previous value is zero), and
-/// the difference in points for the bounce rate (`null` when the previous
-/// range had no visits, so no bounce rate).
+/// The change from `previous` to `current` for each metric, from the
+/// figures shown (Tally's rule, [`Metric::change`]): percent change for
+/// counts and averages (`null` when the previous value is zero), and the
+/// difference in points for the bounce rate (`null` when the previous
+/// range had no visits, so no bounce rate). The query model computes it
+/// from exact values instead ([`crate::query::answer`]).
 pub fn change(current: &Stats, previous: &Stats) -> Value {
-    let pct = |c: f64, p: f64| -> Value {
-        if p == 0.0 {
-            Value::Null
-        } else {
-            json!(round_to((c - p) / p * 100.0, 1))
-        }
-    };
+    let c = |m: Metric, now: f64, before: f64| m.change(Some(now), Some(before), ChangeRule::Tally);
     json!({
-        "visitors": pct(current.visitors as f64, previous.visitors as f64),
-        "visits": pct(current.visits as f64, previous.visits as f64),
-        "pageviews": pct(current.pageviews as f64, previous.pageviews as f64),
-        "views_per_visit": pct(current.views_per_visit, previous.views_per_visit),
-        "bounce_rate": if previous.visits == 0 { Value::Null } else { json!(round_to(current.bounce_rate - previous.bounce_rate, 1)) },
-        "visit_duration": pct(current.visit_duration as f64, previous.visit_duration as f64),
-        "events": pct(current.events as f64, previous.events as f64),
+        "visitors": c(Metric::Visitors, current.visitors as f64, previous.visitors as f64),
+        "visits": c(Metric::Visits, current.visits as f64, previous.visits as f64),
+        "pageviews": c(Metric::Pageviews, current.pageviews as f64, previous.pageviews as f64),
+        "views_per_visit": c(Metric::ViewsPerVisit, current.views_per_visit, previous.views_per_visit),
+        "bounce_rate": Metric::BounceRate.change(
+            Some(current.bounce_rate),
+            (previous.visits > 0).then_some(previous.bounce_rate),
+            ChangeRule::Tally,
+        ),
+        "visit_duration": c(Metric::VisitDuration, current.visit_duration as f64, previous.visit_duration as f64),
+        "events": c(Metric::CustomEvents, current.events as f64, previous.events as f64),
     })
-}
-
-/// Average engaged seconds per page view that reported engagement (page
-/// rows only); `None` when none did.
-pub fn time_on_page(m: &Metrics) -> Option<u64> {
-    (m.engaged_views > 0).then(|| seconds(m.engaged_ms, m.engaged_views))
-}
-
-/// Average deepest scroll, percent, per page view that reported
-/// engagement (page rows only); `None` when none did.
-pub fn scroll_depth(m: &Metrics) -> Option<u64> {
-    (m.engaged_views > 0).then(|| (ratio(m.scroll_sum, m.engaged_views)).round() as u64)
-}
-
-/// A row's revenue, one entry per currency (by code): the exact total and
-/// average per conversion that carried revenue, as decimal strings.
-pub fn revenue(m: &Metrics) -> Vec<RevenueRow> {
-    m.revenue
-        .iter()
-        .map(|(currency, sum)| RevenueRow {
-            currency: currency.clone(),
-            total: sum.total.to_string(),
-            average: sum.average().to_string(),
-            conversions: sum.conversions,
-        })
-        .collect()
-}
-
-/// Revenue in one currency, as reports show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RevenueRow {
-    /// ISO 4217 code.
-    pub currency: String,
-    /// Exact total, a decimal string (`"59.97"`).
-    pub total: String,
-    /// Average per conversion with revenue, rounded to millionths.
-    pub average: String,
-    /// Conversions that carried revenue in this currency.
-    pub conversions: u64,
 }
 
 /// A time-series row.
 pub fn series_row(label: &str, m: &Metrics) -> Value {
-    let s = stats(m);
-    json!({
-        "date": label,
-        "visitors": s.visitors,
-        "visits": s.visits,
-        "pageviews": s.pageviews,
-        "views_per_visit": s.views_per_visit,
-        "bounce_rate": s.bounce_rate,
-        "visit_duration": s.visit_duration,
-        "events": s.events,
-    })
+    serde_json::to_value(SeriesRow::of(label, m)).unwrap_or(Value::Null)
 }
 
 /// Sorts a dimension's rows (visitors, visits, page views, events, then
 /// value), with the `(other)` row last.
 pub fn sorted_rows(rows: &BTreeMap<String, Metrics>) -> Vec<(&String, &Metrics)> {
     let mut out: Vec<(&String, &Metrics)> = rows.iter().collect();
-    out.sort_by(|(ka, a), (kb, b)| {
-        (ka.as_str() == OTHER)
-            .cmp(&(kb.as_str() == OTHER))
-            .then_with(|| rank(b, a))
-            .then_with(|| ka.cmp(kb))
-    });
+    out.sort_by(|a, b| crate::query::answer::rank_rows((a.0, a.1), (b.0, b.1)));
     out
 }
 
 /// One breakdown row. `total` is the range's totals (for shares and rates).
 pub fn breakdown_row(dim: Dimension, value: &str, m: &Metrics, total: &Metrics) -> Value {
-    let mut row = json!({
-        "value": value,
-        "visitors": m.visitors,
-        "visits": m.visits,
-        "pageviews": m.pageviews,
-        "percentage": percent(m.visitors, total.visitors),
-    });
-    let extra = match dim.level() {
-        Level::Session => {
-            let mut e = json!({
-                "bounce_rate": percent(m.bounces, m.visits),
-                "visit_duration": seconds(m.duration_ms, m.visits),
-                "events": m.events,
-            });
-            if dim == Dimension::Country {
-                e["name"] = json!(country_name(value).unwrap_or(value));
-            }
-            e
-        }
-        Level::PageView => json!({
-            "entries": m.entries,
-            "bounce_rate": percent(m.bounces, m.entries),
-            "time_on_page": time_on_page(m),
-            "scroll_depth": scroll_depth(m),
-        }),
-        Level::Custom => json!({
-            "events": m.events,
-            "total_value": m.value,
-            "revenue": revenue(m),
-        }),
-        Level::Prop => json!({
-            "events": m.events,
-        }),
-        Level::Goal => json!({
-            "conversions": m.events,
-            "unique_conversions": m.visitors,
-            "conversion_rate": percent(m.visitors, total.visitors),
-            "total_value": m.value,
-            "revenue": revenue(m),
-        }),
+    let by = match dim {
+        Dimension::Prop => Breakdown::Prop(String::new()),
+        d => Breakdown::Dim(d),
     };
-    if let (Some(row), Some(extra)) = (row.as_object_mut(), extra.as_object()) {
-        row.extend(extra.clone());
-    }
-    row
+    serde_json::to_value(BreakdownRow::of(&by, value, m, total)).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aggregate::OTHER;
 
     #[test]
     fn derives_rates_from_counts() {
