@@ -305,7 +305,11 @@ fn totals(
     base: Option<&Metrics>,
     warnings: &mut Vec<(Metric, RevenueWarning)>,
 ) -> Vec<Figure> {
-    let sums = goal_revenue(whole, &q.filter);
+    let sums = if q.metrics.iter().any(|m| m.is_money()) {
+        goal_revenue(whole, &q.filter)
+    } else {
+        BTreeMap::new()
+    };
     let currency = metric::single_currency([&sums]);
     let scope = Scope {
         base: base.unwrap_or(&whole.totals),

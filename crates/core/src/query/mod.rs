@@ -9,8 +9,11 @@
 //! answers:
 //!
 //! - Tally's reports ([`tally`]): `stats`, `timeseries`,
-//!   `breakdown/{dimension}`, `dashboard`, `funnels/{id}`, as JSON or CSV;
-//! - Plausible's Stats API ([`plausible`]): v2 and v1.
+//!   `breakdown/{dimension}`, `dashboard`, `funnels/{id}`, as JSON or CSV
+//!   (and the dashboard's panels for a ZIP);
+//! - Plausible's Stats API ([`plausible`]): v2 and v1;
+//! - realtime ([`realtime`]), which counts the last minutes' events
+//!   rather than a range's folds.
 //!
 //! Answering is pure and happens in three steps:
 //!
@@ -28,7 +31,7 @@
 //! let wanted = query::folds(&request.queries);
 //! let folded = read.fold_all(&wanted).await?;            // the read layer
 //! let answers = query::answer(&zone, &request.queries, &folded)?;
-//! let body = tally::body::render(&request, &site, &zone, &answers);
+//! let body = tally::body::render(&request, Site { id, zone: &zone }, &answers);
 //! ```
 //!
 //! A door's own conventions ([`Convention`]: labels, empty buckets, the
@@ -39,6 +42,7 @@ pub mod answer;
 pub mod fold;
 pub mod metric;
 pub mod plausible;
+pub mod realtime;
 pub mod tally;
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::plan::Warning;
 use crate::query::answer::{Answer, Row};
 use crate::query::fold::Sources;
 use crate::query::metric::{Figure, Metric, Scope};
+use crate::query::realtime::{Realtime, WINDOW_MS};
 use crate::query::tally::{Breakdown, FunnelInfo, Report, Request, STATS, columns};
 use crate::query::{Named, ParseError};
 use crate::zone::{Zone, format_date};
@@ -306,11 +307,12 @@ pub struct RealtimeMeta {
 pub const REALTIME_PAGES: usize = 20;
 
 impl RealtimeBody {
-    /// The body of `visitors` and their pages, most visited first.
-    pub fn new(site: &str, window_seconds: i64, visitors: usize, pages: &[(String, u64)]) -> Self {
+    /// The body of a realtime count (at most [`REALTIME_PAGES`] pages).
+    pub fn new(site: &str, now: &Realtime) -> Self {
         Self {
-            visitors,
-            pages: pages
+            visitors: now.visitors,
+            pages: now
+                .pages
                 .iter()
                 .take(REALTIME_PAGES)
                 .map(|(value, visitors)| RealtimePage {
@@ -320,7 +322,7 @@ impl RealtimeBody {
                 .collect(),
             meta: RealtimeMeta {
                 site: site.to_owned(),
-                window_seconds,
+                window_seconds: WINDOW_MS / 1000,
             },
         }
     }

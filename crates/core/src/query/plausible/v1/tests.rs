@@ -1,8 +1,8 @@
 use super::*;
 use crate::dimension::Dimension;
-use crate::query::{Convention, QueryDimension};
 use crate::query::fixtures::{context, zone};
 use crate::query::metric::Metric;
+use crate::query::{Convention, QueryDimension};
 use crate::range::{DateRange, Interval};
 use time::macros::date;
 

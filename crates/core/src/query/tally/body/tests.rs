@@ -342,8 +342,11 @@ fn a_funnel_report_has_its_steps_compared_and_its_mode() {
 
 #[test]
 fn realtime_and_the_funnel_list_are_typed_too() {
-    let pages: Vec<(String, u64)> = (0..25).map(|i| (format!("/{i}"), 25 - i)).collect();
-    let body = RealtimeBody::new(SITE, 300, 40, &pages);
+    let now = crate::query::realtime::Realtime {
+        visitors: 40,
+        pages: (0..25).map(|i| (format!("/{i}"), 25 - i)).collect(),
+    };
+    let body = RealtimeBody::new(SITE, &now);
     let value = serde_json::to_value(&body).unwrap();
     assert_eq!(
         value["pages"].as_array().map(Vec::len),
