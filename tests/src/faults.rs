@@ -44,6 +44,11 @@ pub struct FaultProxy {
     pub seen: Arc<AtomicU64>,
     /// Requests answered with the throttling error.
     pub throttled: Arc<AtomicU64>,
+    /// Read and write units the store reported in its answers
+    /// (`ConsumedCapacity`), in thousandths.
+    pub units_milli: Arc<AtomicU64>,
+    /// Requests seen per operation (`X-Amz-Target`'s action).
+    pub operations: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
 }
 
 /// PutItems per partition key in the current second.
@@ -102,12 +107,16 @@ impl FaultProxy {
         let seen = Arc::new(AtomicU64::new(0));
         let throttled = Arc::new(AtomicU64::new(0));
         let writes = Arc::new(Mutex::new(PartitionWrites::default()));
+        let units_milli = Arc::new(AtomicU64::new(0));
+        let operations = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
         let shared = Shared {
             target,
             fault: fault.clone(),
             seen: seen.clone(),
             throttled: throttled.clone(),
             writes,
+            units_milli: units_milli.clone(),
+            operations: operations.clone(),
         };
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -119,7 +128,23 @@ impl FaultProxy {
             fault,
             seen,
             throttled,
+            units_milli,
+            operations,
         }
+    }
+
+    /// Forgets the requests and units counted so far.
+    pub fn reset_counts(&self) {
+        self.seen.store(0, Ordering::SeqCst);
+        self.units_milli.store(0, Ordering::SeqCst);
+        if let Ok(mut ops) = self.operations.lock() {
+            ops.clear();
+        }
+    }
+
+    /// The units counted so far.
+    pub fn units(&self) -> f64 {
+        self.units_milli.load(Ordering::SeqCst) as f64 / 1000.0
     }
 
     /// Sets the fault.
@@ -138,6 +163,37 @@ struct Shared {
     seen: Arc<AtomicU64>,
     throttled: Arc<AtomicU64>,
     writes: Arc<Mutex<PartitionWrites>>,
+    units_milli: Arc<AtomicU64>,
+    operations: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+}
+
+/// The action a request names (`X-Amz-Target: DynamoDB_20120810.Query`).
+fn operation(head: &str) -> String {
+    head.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("x-amz-target")
+                .then(|| v.trim().rsplit('.').next().unwrap_or_default().to_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// The sum of the `"CapacityUnits"` an answer reports, in thousandths.
+fn capacity_milli(response: &[u8]) -> u64 {
+    let Ok(text) = std::str::from_utf8(response) else {
+        return 0;
+    };
+    const KEY: &str = "\"CapacityUnits\":";
+    text.match_indices(KEY)
+        .filter_map(|(at, _)| {
+            let rest = text[at + KEY.len()..].trim_start();
+            let end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len());
+            rest[..end].parse::<f64>().ok()
+        })
+        .map(|u| (u * 1000.0).round() as u64)
+        .sum()
 }
 
 const THROTTLE_BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}"#;
@@ -175,11 +231,16 @@ async fn serve(socket: TcpStream, shared: Shared) {
         seen,
         throttled,
         writes,
+        units_milli,
+        operations,
     } = shared;
     let (read, mut write) = socket.into_split();
     let mut reader = BufReader::new(read);
     while let Some((head, body)) = read_request(&mut reader).await {
         seen.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut ops) = operations.lock() {
+            *ops.entry(operation(&head)).or_default() += 1;
+        }
         let current = fault.lock().map(|f| f.clone()).unwrap_or(Fault::Pass);
         let action = match current {
             Fault::DownAfter(0) => Fault::Down,
@@ -220,6 +281,7 @@ async fn serve(socket: TcpStream, shared: Shared) {
             }
             _ => match forward(&target, &head, &body).await {
                 Some(response) => {
+                    units_milli.fetch_add(capacity_milli(&response), Ordering::SeqCst);
                     if write.write_all(&response).await.is_err() {
                         return;
                     }

@@ -2117,3 +2117,108 @@ async fn metrics_selects_the_stats_fields() {
     assert_eq!(keys(&json["comparison"]), want);
     assert_eq!(keys(&json["change"]), want);
 }
+
+/// A long range is streamed, not held: ten compacted days of a site read
+/// for a daily series hold, at most, about an hour of events as rows and
+/// two local days of visits (the scan's `held`), far below one day's
+/// events; parts are fetched a few at a time within the prefetch budget;
+/// and the answers, in one window or in windows side by side, are the
+/// batch fold of the same events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_range_is_streamed_holding_an_hour_of_rows_and_a_day_of_visits() {
+    use tally_core::aggregate::{FoldSpec, fold};
+    use tally_core::filter::Filter;
+    use tally_core::range::DateRange;
+    use tally_query::read::{Buckets, Fold, Request, read};
+    let h = Harness::start().await;
+    let first = date!(2026 - 03 - 02);
+    let last = date!(2026 - 03 - 11);
+    let zone = Zone::parse("Europe/Berlin").unwrap();
+    let mut site = Site::new("long.example", &["long.example".into()], zone.name(), 0).unwrap();
+    site.retention_days = 3650;
+    site.created_at = zone.day_start(first);
+    h.store.create_site(&site).await.unwrap();
+    let days = (last - first).whole_days() + 1;
+    let seeded = tally_tests::seed::traffic(&site, zone.day_start(first), days, 2_500, 19);
+    tally_tests::seed::store_events(&h.store, &site, &seeded).await;
+    let now = zone.day_end(last) + 3 * tally_core::DAY_MS;
+    let one = time::Duration::days(1);
+    tally_rollup::compact::compact_days(&h.store, &site, now, first - one, last + one)
+        .await
+        .unwrap();
+
+    // What a day and an hour hold, at most.
+    let mut events: Vec<tally_core::event::Event> = seeded.into_iter().map(|s| s.event).collect();
+    events.sort_by_key(|e| e.ts);
+    let mut per_day: BTreeMap<Date, usize> = BTreeMap::new();
+    let mut per_hour: BTreeMap<i64, usize> = BTreeMap::new();
+    for e in &events {
+        *per_day.entry(zone.local_date(e.ts)).or_default() += 1;
+        *per_hour.entry(e.ts / tally_core::HOUR_MS).or_default() += 1;
+    }
+    let busiest_day = per_day.values().copied().max().unwrap();
+    let busiest_hour = per_hour.values().copied().max().unwrap();
+    // The batch fold of the same events, by local day.
+    let visits = tally_core::session::sessions(&events, &zone);
+    let filter = Filter::parse("country!=DE").unwrap();
+    let spec = FoldSpec {
+        dims: &[tally_core::dimension::Dimension::Page],
+        props: &[],
+        goals: &[],
+        filter: &filter,
+        top_n: None,
+    };
+    let expected = fold(&visits, &spec, |s| {
+        let d = zone.local_date(s.start);
+        (first <= d && d <= last).then_some(d)
+    });
+
+    let query = DynamoQuery::new(h.store.clone());
+    for (workers, prefetch) in [(1, 64 * 1024), (3, 256 * 1024)] {
+        let config = tally_query::Config {
+            read_workers: workers,
+            min_window_bytes: 0,
+            prefetch_bytes: prefetch,
+            ..tally_query::Config::default()
+        };
+        let r = Request {
+            site: &site,
+            zone: &zone,
+            range: DateRange {
+                from: first,
+                to: last,
+            },
+            goals: &[],
+            goals_fp: "",
+            now,
+            config: &config,
+            deadline: None,
+        };
+        let dims = [tally_core::dimension::Dimension::Page];
+        h.counter.reset();
+        let mut got = read(&query, &r, &[Fold::new(&filter, Buckets::Days).dims(&dims)])
+            .await
+            .unwrap();
+        let ops = h.counter.by_operation();
+        let streamed = got.streamed();
+        assert_eq!(streamed.windows, workers, "{streamed:?}");
+        assert!(streamed.events >= events.len() as u64, "{streamed:?}");
+        let held = streamed.most_held;
+        assert!(
+            held.hour_rows <= 2 * busiest_hour && held.hour_rows + held.open_rows < busiest_day / 4,
+            "{held:?}: the busiest hour has {busiest_hour} events, the busiest day {busiest_day}"
+        );
+        assert!(held.days <= 2, "{held:?}");
+        // The parts come a few at a time (a request never asks for more
+        // than the budget; here a day's part each, or two).
+        let batches = ops.get("BatchGetItem").copied().unwrap_or(0);
+        let least = if workers == 1 {
+            days as u64
+        } else {
+            workers as u64 + 1
+        };
+        assert!(batches >= least, "{ops:?}");
+        assert_eq!(got.take(0).days(), expected, "{workers} windows");
+        assert!(got.warnings().is_empty());
+    }
+}

@@ -30,7 +30,7 @@ use tally_core::rollup::{RollupSource, compile_goals, goals_fingerprint};
 use tally_core::site::Site;
 use tally_core::zone::format_date;
 use tally_core::{Millis, export};
-use tally_query::read::{self, Request};
+use tally_query::read::{self, Buckets, Fold, Request};
 use tally_query::store::DynamoQuery;
 use tally_store::rollups::RollupMeta;
 use tally_store::{Store, StoreError};
@@ -380,19 +380,17 @@ async fn read_days(
         site,
         zone: &zone,
         range,
-        dims,
-        props: &[],
         goals: &compiled,
         goals_fp: &fp,
-        filter: &filter,
-        hourly: false,
         now,
         config,
+        deadline: None,
     };
-    let read = read::read(&query, &request)
+    let fold = Fold::new(&filter, Buckets::Days).dims(dims);
+    let mut read = read::read(&query, &request, &[fold])
         .await
         .map_err(|e| TransferError::Read(e.message))?;
-    let mut days = read.days(&request);
+    let mut days = read.take(0).days();
     // Days answered without visits read as zeros; days without an answer
     // (expired, before the site) and future days are left out.
     let unanswered = |d: Date| {
@@ -470,7 +468,7 @@ pub async fn export_events(
     // export keeps the events of the days asked for.
     let (from, to) = (zone.day_start(range.from), zone.day_end(range.to));
     for hour in hours {
-        let detail = store.read_detail(site, plan.only_hour(hour), now).await?;
+        let detail = store.hour_events(site, &plan, hour, now).await?;
         for e in detail.events.iter().filter(|e| e.ts >= from && e.ts < to) {
             let row = export::row(e);
             match &mut sink {

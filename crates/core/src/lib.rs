@@ -22,6 +22,8 @@
 //! - [`window`], [`retention`]: settled days, sealed hours, what is still stored.
 //! - [`segment`]: compacted events (the columnar, compressed encoding).
 //! - [`plan`]: where each day of a read comes from (rollup, segment, raw).
+//! - [`stream`]: a plan carried out hour by hour into scans, with its
+//!   fall-backs (the I/O is the caller's).
 //! - [`compaction`]: which hours and days the job (re)compacts.
 //! - [`query`]: the one typed query model: every door's parser into
 //!   queries, what they need folded, the pure executor of their answers,
@@ -65,6 +67,7 @@ pub mod shard;
 pub mod share;
 pub mod site;
 pub mod stats_api;
+pub mod stream;
 pub mod text;
 pub mod window;
 pub mod zone;

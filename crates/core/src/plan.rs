@@ -141,8 +141,42 @@ pub struct Plan {
     /// Per detail day, the hours of its own span (for re-sourcing on a
     /// fall-back).
     own_hours: BTreeMap<Date, Vec<Millis>>,
+    /// Per detail day, its event window ([`detail_window`]).
+    day_windows: BTreeMap<Date, (Millis, Millis)>,
+    /// The parts in the order their blocks are read (by the first hour read
+    /// of each, then as their manifest lists them: a chunked hour's blocks
+    /// in stored order), with their stored sizes.
+    part_order: Vec<(PartKey, u32)>,
     retention_days: u32,
     now: Millis,
+}
+
+/// One step of carrying a plan out hour by hour ([`Plan::steps`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A segment part: its key, its stored size and the hours read from it
+    /// (its blocks of other hours are skipped).
+    Part {
+        /// The part.
+        key: PartKey,
+        /// Its stored size in bytes (as its manifest lists it).
+        bytes: u32,
+        /// The hours read from it, in order.
+        hours: Vec<Millis>,
+    },
+    /// A raw hour partition (every shard of it).
+    Raw(Millis),
+}
+
+impl Step {
+    /// The first hour the step reads: every hour before it has been read
+    /// once the steps before it have.
+    pub fn first_hour(&self) -> Millis {
+        match self {
+            Self::Part { hours, .. } => hours.first().copied().unwrap_or(Millis::MAX),
+            Self::Raw(hour) => *hour,
+        }
+    }
 }
 
 /// The local days of a range, split by source, for `meta.sources`.
@@ -235,6 +269,182 @@ impl Plan {
                 .filter(|(_, hours)| hours.contains(&hour))
                 .map(|(d, _)| (*d, vec![hour]))
                 .collect(),
+            day_windows: self.day_windows.clone(),
+            part_order: self.part_order.clone(),
+            retention_days: self.retention_days,
+            now: self.now,
+        }
+    }
+
+    /// The steps that read this plan's events, in the order a stream takes
+    /// them: parts and raw hours by the first hour each reads (parts that
+    /// start on the same hour in their stored order), so once a step is
+    /// reached every hour before its first one has been read whole.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut parts: Vec<Step> = self
+            .part_order
+            .iter()
+            .filter_map(|(key, bytes)| {
+                let hours = self.parts.get(key)?;
+                Some(Step::Part {
+                    key: key.clone(),
+                    bytes: *bytes,
+                    hours: hours.clone(),
+                })
+            })
+            .collect();
+        // Stable: parts that now start on the same hour keep their order.
+        parts.sort_by_key(Step::first_hour);
+        let mut out = Vec::with_capacity(parts.len() + self.raw_hours.len());
+        let mut raw = self.raw_hours.iter().copied().peekable();
+        for part in parts {
+            while let Some(h) = raw.next_if(|h| *h < part.first_hour()) {
+                out.push(Step::Raw(h));
+            }
+            out.push(part);
+        }
+        out.extend(raw.map(Step::Raw));
+        out
+    }
+
+    /// The stored bytes of the parts read.
+    pub fn part_bytes(&self) -> u64 {
+        self.part_order
+            .iter()
+            .filter(|(key, _)| self.parts.contains_key(key))
+            .map(|(_, bytes)| u64::from(*bytes))
+            .sum()
+    }
+
+    /// Splits the days read from events into at most `n` plans of
+    /// consecutive days (whole days: a day's visits need its whole
+    /// window), of about equal weight (segment bytes per hour; a raw hour
+    /// weighs as much as an average compacted one), each reading only its
+    /// days' windows, so they can be streamed side by side. Each holds no
+    /// rollup day and no warning; neighbours read the hours their windows
+    /// share (the hour before a day, the spill after it) each.
+    pub fn split(&self, n: usize) -> Vec<Plan> {
+        let days: Vec<Date> = self.own_hours.keys().copied().collect();
+        if days.is_empty() {
+            return Vec::new();
+        }
+        // Each hour's weight: its share of the bytes of the parts it is in.
+        let mut weight: BTreeMap<Millis, f64> = BTreeMap::new();
+        for (key, bytes) in &self.part_order {
+            if let Some(hours) = self.parts.get(key) {
+                let share = f64::from(*bytes) / hours.len().max(1) as f64;
+                for h in hours {
+                    *weight.entry(*h).or_default() += share;
+                }
+            }
+        }
+        let raw_weight = if weight.is_empty() {
+            1.0
+        } else {
+            weight.values().sum::<f64>() / weight.len() as f64
+        };
+        let day_weight = |d: &Date| -> f64 {
+            self.own_hours.get(d).map_or(0.0, |hours| {
+                hours
+                    .iter()
+                    .map(|h| {
+                        weight
+                            .get(h)
+                            .copied()
+                            .unwrap_or(if self.raw_hours.contains(h) {
+                                raw_weight
+                            } else {
+                                0.0
+                            })
+                    })
+                    .sum::<f64>()
+                    // A day with nothing stored still costs its window.
+                    .max(f64::MIN_POSITIVE)
+            })
+        };
+        let n = n.clamp(1, days.len());
+        let total: f64 = days.iter().map(day_weight).sum();
+        let mut groups: Vec<Vec<Date>> = vec![Vec::new()];
+        let mut acc = 0.0;
+        for (i, day) in days.iter().enumerate() {
+            let left = days.len() - i;
+            let must_close = n - groups.len() >= left;
+            let full = acc >= total * groups.len() as f64 / n as f64;
+            let last = groups.last().map_or(0, Vec::len);
+            if last > 0 && groups.len() < n && (full || must_close) {
+                groups.push(Vec::new());
+            }
+            if let Some(g) = groups.last_mut() {
+                g.push(*day);
+            }
+            acc += day_weight(day);
+        }
+        groups.iter().map(|g| self.only_days(g)).collect()
+    }
+
+    /// The part of this plan that reads `days` (detail days of it) only.
+    fn only_days(&self, days: &[Date]) -> Plan {
+        let mut windows: Vec<(Millis, Millis)> = days
+            .iter()
+            .filter_map(|d| self.day_windows.get(d).copied())
+            .collect();
+        windows.sort_unstable();
+        let mut merged: Vec<(Millis, Millis)> = Vec::new();
+        for (a, b) in windows {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        let hours: BTreeSet<Millis> = merged
+            .iter()
+            .flat_map(|(a, b)| crate::keys::hours_between(*a, *b))
+            .collect();
+        let segment_hours: BTreeSet<Millis> =
+            self.segment_hours.intersection(&hours).copied().collect();
+        let parts: BTreeMap<PartKey, Vec<Millis>> = self
+            .parts
+            .iter()
+            .filter_map(|(k, hs)| {
+                let read: Vec<Millis> = hs
+                    .iter()
+                    .filter(|h| segment_hours.contains(h))
+                    .copied()
+                    .collect();
+                (!read.is_empty()).then(|| (k.clone(), read))
+            })
+            .collect();
+        let keep = |d: &Date| days.contains(d);
+        Plan {
+            days: self
+                .days
+                .iter()
+                .filter(|(d, _)| keep(d))
+                .map(|(d, s)| (*d, *s))
+                .collect(),
+            windows: merged,
+            segment_hours,
+            raw_hours: self.raw_hours.intersection(&hours).copied().collect(),
+            part_order: self
+                .part_order
+                .iter()
+                .filter(|(k, _)| parts.contains_key(k))
+                .cloned()
+                .collect(),
+            parts,
+            warnings: Vec::new(),
+            own_hours: self
+                .own_hours
+                .iter()
+                .filter(|(d, _)| keep(d))
+                .map(|(d, h)| (*d, h.clone()))
+                .collect(),
+            day_windows: self
+                .day_windows
+                .iter()
+                .filter(|(d, _)| keep(d))
+                .map(|(d, w)| (*d, *w))
+                .collect(),
             retention_days: self.retention_days,
             now: self.now,
         }
@@ -250,22 +460,29 @@ impl Plan {
     /// are dropped with a [`SEGMENT_UNREADABLE`] warning. Returns the raw
     /// hours that must now be read in addition.
     pub fn fall_back(&mut self, failed: &BTreeSet<PartKey>) -> BTreeSet<Millis> {
+        let hours: BTreeMap<PartKey, Vec<Millis>> = failed
+            .iter()
+            .filter_map(|k| Some((k.clone(), self.parts.get(k)?.clone())))
+            .collect();
+        self.fall_back_hours(&hours)
+    }
+
+    /// [`Plan::fall_back`] for some hours of parts only (a stream that
+    /// already counted a part's first hours when a later block of it
+    /// failed): those hours are read raw where retained, else their days
+    /// are dropped with a warning; the parts' other hours stay.
+    pub fn fall_back_hours(&mut self, failed: &BTreeMap<PartKey, Vec<Millis>>) -> BTreeSet<Millis> {
         let mut lost_hours = BTreeSet::new();
         let mut new_raw = BTreeSet::new();
-        for key in failed {
-            let Some(hours) = self.parts.remove(key) else {
+        for h in failed.values().flatten() {
+            if !self.segment_hours.remove(h) {
                 continue;
-            };
-            for h in hours {
-                if !self.segment_hours.remove(&h) {
-                    continue;
-                }
-                if raw_hour_retained(h, self.now, self.retention_days) {
-                    self.raw_hours.insert(h);
-                    new_raw.insert(h);
-                } else {
-                    lost_hours.insert(h);
-                }
+            }
+            if raw_hour_retained(*h, self.now, self.retention_days) {
+                self.raw_hours.insert(*h);
+                new_raw.insert(*h);
+            } else {
+                lost_hours.insert(*h);
             }
         }
         // A chunked hour whose other parts are fine is now read raw too:
@@ -285,6 +502,7 @@ impl Plan {
         for day in &lost_days {
             self.days.remove(day);
             self.own_hours.remove(day);
+            self.day_windows.remove(day);
         }
         self.warnings.extend(warnings(
             SEGMENT_UNREADABLE,
@@ -384,6 +602,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
         match window {
             Some(w) if !own.is_empty() && own.iter().all(|h| available(*h)) => {
                 windows.push(w);
+                out.day_windows.insert(day, w);
                 out.own_hours.insert(day, own);
                 out.days.insert(day, Source::Segment);
             }
@@ -409,7 +628,12 @@ pub fn plan(inputs: &Inputs<'_>) -> Plan {
                 let day = utc_date(h);
                 let hh = u8::try_from((h - utc_midnight(day)) / HOUR_MS).unwrap_or(0);
                 for part in m.parts_of(hh) {
-                    out.parts.entry((day, part.id.clone())).or_default().push(h);
+                    let key = (day, part.id.clone());
+                    let hours = out.parts.entry(key.clone()).or_default();
+                    if hours.is_empty() {
+                        out.part_order.push((key, part.bytes));
+                    }
+                    hours.push(h);
                 }
             } else if raw_hour_retained(h, now, retention_days) {
                 out.raw_hours.insert(h);
@@ -716,6 +940,103 @@ mod tests {
             for pair in p.windows.windows(2) {
                 prop_assert!(pair[0].1 < pair[1].0);
             }
+            // Steps: every hour read once, in order of their first hour.
+            let steps = p.steps();
+            prop_assert!(steps.windows(2).all(|w| w[0].first_hour() <= w[1].first_hour()));
+            let stepped: BTreeSet<Millis> = steps
+                .iter()
+                .flat_map(|s| match s {
+                    Step::Part { hours, .. } => hours.clone(),
+                    Step::Raw(h) => vec![*h],
+                })
+                .collect();
+            prop_assert_eq!(stepped, p.event_hours().into_iter().collect::<BTreeSet<_>>());
+            // Split: the detail days shared out once, each part reading
+            // every hour of its days' windows that the whole plan reads.
+            for n in [1, 2, 3, 6] {
+                let parts = p.split(n);
+                prop_assert!(parts.len() <= n);
+                let mut days: Vec<Date> = parts.iter().flat_map(|q| q.days.keys().copied()).collect();
+                prop_assert_eq!(days.clone(), p.detail_days());
+                days.dedup();
+                prop_assert_eq!(days.len(), p.detail_days().len());
+                for q in &parts {
+                    prop_assert!(q.days.values().all(|s| *s != Source::Rollup));
+                    for day in q.days.keys() {
+                        let (a, b) = detail_window(&zone, *day, created, now).unwrap();
+                        for h in crate::keys::hours_between(a, b) {
+                            prop_assert_eq!(q.segment_hours.contains(&h), p.segment_hours.contains(&h));
+                            prop_assert_eq!(q.raw_hours.contains(&h), p.raw_hours.contains(&h));
+                        }
+                    }
+                    prop_assert!(q.segment_hours.is_subset(&p.segment_hours));
+                    prop_assert!(q.raw_hours.is_subset(&p.raw_hours));
+                    for (key, hours) in &q.parts {
+                        prop_assert!(hours.iter().all(|h| p.parts[key].contains(h)));
+                    }
+                }
+            }
         }
+    }
+
+    #[test]
+    fn steps_take_a_chunked_hour_s_parts_in_stored_order_after_the_hours_before() {
+        let zone = Zone::utc();
+        let day = date!(2026 - 11 - 10);
+        let start = zone.day_start(day);
+        let mut m = Manifest::default();
+        for h in 0..24u8 {
+            m.hours.insert(
+                hour_label(h),
+                HourEntry {
+                    hash: "0".repeat(16),
+                    events: 1,
+                },
+            );
+        }
+        // Hours 0-5 in "z", 5 also in "a" (a chunked hour), 6-23 in "m".
+        for (id, first, last) in [("z", 0, 5), ("a", 5, 5), ("m", 6, 23)] {
+            m.parts.push(PartRef {
+                id: id.into(),
+                first,
+                last,
+                bytes: 100,
+            });
+        }
+        let manifests = BTreeMap::from([(day, m)]);
+        let now = start + 3 * DAY_MS;
+        let p = plan(&Inputs {
+            zone: &zone,
+            range: range(day, day),
+            now,
+            settle: DEFAULT_SETTLE_MS,
+            created_at: start,
+            retention_days: 7,
+            rollups: &|_| RollupFit::None,
+            manifests: &manifests,
+        });
+        let order: Vec<String> = p
+            .steps()
+            .iter()
+            .map(|s| match s {
+                Step::Part { key, .. } => key.1.clone(),
+                Step::Raw(h) => format!("raw {}", (h - start) / HOUR_MS),
+            })
+            .collect();
+        // The hour before and the six after the day are read raw, in place.
+        let mut expected = vec!["raw -1", "z", "a", "m"];
+        expected.extend(["raw 24", "raw 25", "raw 26", "raw 27", "raw 28", "raw 29"]);
+        assert_eq!(order, expected);
+        // A window that starts on the chunked hour keeps the stored order.
+        let later = p.split(1).remove(0).only_hour(start + 5 * HOUR_MS);
+        let steps = later.steps();
+        let order: Vec<&str> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Part { key, .. } => Some(key.1.as_str()),
+                Step::Raw(_) => None,
+            })
+            .collect();
+        assert_eq!(order, vec!["z", "a"]);
     }
 }

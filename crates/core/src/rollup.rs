@@ -2,19 +2,18 @@
 //! months and years are read without touching raw events.
 //!
 //! A day's rollup is the same [`Aggregate`] the query API folds from raw
-//! events (same [`fold`], same visits), with each dimension cut to its top N
+//! events (the same scan, [`scan_spec`], same visits), with each dimension cut to its top N
 //! values and the rest folded into an `(other)` row, so totals still add up.
 //! It is stored as two items: the scalars (`ROLLUP#DAY#…`, readable by any
 //! DynamoDB client) and the dimensions (`ROLLUP#DIMS#…`, the aggregate as
 //! deflated JSON, always below DynamoDB's 400 KB item limit: a pathological
 //! day is cut until it fits, see [`encode_dims`]).
 
-use crate::aggregate::{Aggregate, FoldSpec, Metrics, fold};
+use crate::aggregate::{Aggregate, FoldSpec, Metrics};
 use crate::dimension::Dimension;
-use crate::event::Event;
 use crate::filter::Filter;
 use crate::goal::{Goal, Matcher};
-use crate::session::sessions;
+use crate::scan::{Answer, ScanSpec, TopProps};
 use crate::zone::Zone;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -76,59 +75,59 @@ pub fn compile_goals(goals: &[Goal]) -> Vec<(String, Matcher)> {
         .collect()
 }
 
-/// The custom property keys of some events, the most used first, at most
-/// [`MAX_ROLLUP_PROPS`]; and whether some were left out.
-pub fn prop_keys(events: &[Event]) -> (Vec<String>, bool) {
-    let mut counts: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-    for e in events {
-        for k in e.props.keys() {
-            *counts.entry(k.as_str()).or_default() += 1;
-        }
+/// Property keys a rollup's scan folds (the first seen): the
+/// [`MAX_ROLLUP_PROPS`] most used of them are kept ([`TopProps`]).
+pub const ROLLUP_PROPS_FOLDED: usize = 1_000;
+
+/// What a day rollup folds: every dimension, the top `top_n` values each,
+/// the [`MAX_ROLLUP_PROPS`] most used custom property keys (chosen over
+/// everything the scan reads), with the site's `goals`; `filter` is the
+/// empty filter (passed in, so the spec can borrow it).
+pub fn scan_spec<'a>(
+    goals: &'a [(String, Matcher)],
+    filter: &'a Filter,
+    top_n: usize,
+) -> ScanSpec<'a> {
+    ScanSpec {
+        fold: FoldSpec {
+            dims: &Dimension::ALL,
+            props: &[],
+            goals,
+            filter,
+            top_n: Some(top_n),
+        },
+        top_props: Some(TopProps {
+            n: MAX_ROLLUP_PROPS,
+            cap: ROLLUP_PROPS_FOLDED,
+        }),
+        funnel: None,
     }
-    let mut keys: Vec<(&str, u64)> = counts.into_iter().collect();
-    keys.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let cut = keys.len() > MAX_ROLLUP_PROPS;
-    keys.truncate(MAX_ROLLUP_PROPS);
-    let mut keys: Vec<String> = keys.into_iter().map(|(k, _)| k.to_owned()).collect();
-    keys.sort();
-    (keys, cut)
 }
 
-/// Folds the days of a contiguous run from the raw events of its window
-/// (see [`crate::session`]), every dimension and the custom property keys
-/// `props`, top `top_n` values each. Days without visits get an empty
-/// aggregate, so they read as covered.
-pub fn roll_days(
-    events: &[Event],
-    zone: &Zone,
-    days: &[Date],
-    goals: &[(String, Matcher)],
-    props: &[String],
-    top_n: usize,
-) -> Vec<(Date, Aggregate)> {
-    let visits = sessions(events, zone);
-    let filter = Filter::default();
-    let spec = FoldSpec {
-        dims: &Dimension::ALL,
-        props,
-        goals,
-        filter: &filter,
-        top_n: Some(top_n),
-    };
-    let mut folded = fold(&visits, &spec, |s| {
-        let day = zone.local_date(s.start);
-        days.contains(&day).then_some(day)
-    });
-    days.iter()
-        .map(|d| (*d, folded.remove(d).unwrap_or_else(empty_aggregate)))
-        .collect()
+/// The rollups of `days` from the answer of a [`scan_spec`] scan bucketed
+/// by local day: days without visits get an [`empty_aggregate`], so they
+/// read as covered. With whether property keys were cut (more than
+/// [`MAX_ROLLUP_PROPS`], or a most used one the scan could not fold).
+pub fn roll_answer(mut answer: Answer<Date>, days: &[Date]) -> (Vec<(Date, Aggregate)>, bool) {
+    let cut = answer.props.keys.len() > MAX_ROLLUP_PROPS || !answer.props.missing.is_empty();
+    let rolled = days
+        .iter()
+        .map(|d| {
+            (
+                *d,
+                answer.aggregates.remove(d).unwrap_or_else(empty_aggregate),
+            )
+        })
+        .collect();
+    (rolled, cut)
 }
 
 /// Events the job reads and folds at once when rolling up days: consecutive
 /// days are read together while the events their windows hold add up to
-/// at most this ([`day_batches`]); a busier day is read alone (a day's
-/// visits need all of its events in memory: about 2.8 KB per 1 KB event,
-/// BENCHMARKS.md, "The job's memory").
+/// at most this ([`day_batches`]); a busier day is read alone. Days are
+/// streamed through one scan ([`scan_spec`]), so memory does not grow with
+/// a batch's events, but its answer keeps each day's aggregate until the
+/// batch ends, and the most used property keys are chosen per batch.
 pub const ROLL_EVENTS_AT_ONCE: u64 = 100_000;
 
 /// Splits consecutive days into batches read and folded together: as many
@@ -472,6 +471,7 @@ fn deflate(bytes: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::aggregate::OTHER;
+    use crate::event::Event;
     use crate::event::Kind;
     use crate::session::tests::ev;
     use crate::zone::utc_midnight;
@@ -493,7 +493,7 @@ mod tests {
                 e
             })
             .collect();
-        let rolled = roll_days(&events, &Zone::utc(), &[day], &[], &[], DEFAULT_TOP_N);
+        let rolled = roll(&events, day);
         let agg = &rolled[0].1;
         let pages = &agg.dims[&Dimension::Page];
         assert_eq!(pages.len(), DEFAULT_TOP_N + 1);
@@ -721,16 +721,49 @@ mod tests {
 
     #[test]
     fn empty_days_roll_up_to_zero() {
-        let rolled = roll_days(
-            &[],
-            &Zone::utc(),
-            &[date!(2026 - 11 - 01)],
-            &[],
-            &[],
-            DEFAULT_TOP_N,
-        );
+        let rolled = roll(&[], date!(2026 - 11 - 01));
         assert_eq!(rolled[0].1.totals, Default::default());
         assert_eq!(rolled[0].1.dims.len(), Dimension::ALL.len());
+    }
+
+    /// A UTC day rolled up as the job does: its events through a scan.
+    fn roll(events: &[Event], day: Date) -> Vec<(Date, Aggregate)> {
+        let zone = Zone::utc();
+        let filter = Filter::default();
+        let mut scan = crate::scan::Scan::new(&zone, scan_spec(&[], &filter, DEFAULT_TOP_N), |t| {
+            Some(zone.local_date(t)).filter(|d| *d == day)
+        });
+        scan.push_events(events).unwrap();
+        roll_answer(scan.finish(), &[day]).0
+    }
+
+    #[test]
+    fn a_rollup_keeps_the_most_used_keys_and_says_when_it_cut_some() {
+        let day = date!(2026 - 11 - 01);
+        let t0 = utc_midnight(day);
+        let events: Vec<Event> = (0..(MAX_ROLLUP_PROPS as i64 + 5))
+            .flat_map(|k| {
+                (0..=k % 3).map(move |j| {
+                    let mut e = ev(Kind::Custom, t0 + k * 60_000 + j, &format!("s{k}"), "/");
+                    e.name = Some("x".into());
+                    e.vid = format!("{k:016x}");
+                    e.props.insert(format!("key{k:03}"), "v".into());
+                    e
+                })
+            })
+            .collect();
+        let zone = Zone::utc();
+        let filter = Filter::default();
+        let mut scan = crate::scan::Scan::new(&zone, scan_spec(&[], &filter, DEFAULT_TOP_N), |t| {
+            Some(zone.local_date(t))
+        });
+        scan.push_events(&events).unwrap();
+        let (rolled, cut) = roll_answer(scan.finish(), &[day, day.next_day().unwrap()]);
+        assert!(cut);
+        assert_eq!(rolled[0].1.props.len(), MAX_ROLLUP_PROPS);
+        // The most used (three events each) are kept.
+        assert!(rolled[0].1.props.contains_key("key002"));
+        assert_eq!(rolled[1].1, empty_aggregate());
     }
 
     #[test]

@@ -44,9 +44,17 @@ pub struct Config {
     pub auth_failures_per_minute: u32,
     /// Wrong passwords per shared link per minute, across instances.
     pub share_password_attempts_per_minute: u32,
-    /// How long a request may spend folding events before it is answered
-    /// 503 `query_timeout`.
+    /// How long a request may spend reading and folding events (the whole
+    /// stream) before it is answered 503 `query_timeout`.
     pub fold_budget: Duration,
+    /// Windows of days a read streams side by side (0: one per core the
+    /// machine has).
+    pub read_workers: usize,
+    /// Bytes of segment parts each window may have fetched ahead.
+    pub prefetch_bytes: usize,
+    /// The least stored bytes of parts each window streamed side by side
+    /// reads (0: a window per day, up to `read_workers`).
+    pub min_window_bytes: u64,
     /// This instance's record of failed key checks.
     pub guard: std::sync::Arc<AuthGuard>,
 }
@@ -60,6 +68,9 @@ impl Default for Config {
             auth_failures_per_minute: DEFAULT_AUTH_FAILURES_PER_MINUTE,
             share_password_attempts_per_minute: DEFAULT_SHARE_PASSWORD_ATTEMPTS_PER_MINUTE,
             fold_budget: DEFAULT_FOLD_BUDGET,
+            read_workers: 0,
+            prefetch_bytes: tally_store::detail::PREFETCH_BYTES,
+            min_window_bytes: crate::read::MIN_WINDOW_BYTES,
             guard: std::sync::Arc::new(AuthGuard::new()),
         }
     }

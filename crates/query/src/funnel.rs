@@ -8,14 +8,15 @@
 //! funnel's own mode.
 
 use crate::error::{ApiError, typed_response};
-use crate::read::{Read, read};
+use crate::read::{Buckets, Fold, Read, read};
 use crate::response::{ComparisonMeta, Meta};
 use crate::store::QueryStore;
 use crate::{Ctx, comparison_meta, goals_for, meta, read_request};
 use lambda_http::{Body, Response};
 use serde::Serialize;
-use tally_core::funnel::{Funnel, Mode, StepRow, rows};
+use tally_core::funnel::{Funnel, Mode, StepCounts, StepRow, rows};
 use tally_core::range::DateRange;
+use tally_core::scan::FunnelSpec;
 
 /// `funnels`: the site's funnels.
 #[derive(Debug, Clone, Serialize)]
@@ -108,12 +109,20 @@ pub(crate) async fn report<S: QueryStore>(
         let fp = &fp;
         let funnel = &funnel;
         async move {
-            // Hourly: events only, every visit of the range.
-            let r = read_request(ctx, range, &[], goals, fp, true);
-            let got: Read = Box::pin(read(store, &r)).await?;
-            let counts = got
-                .funnel_within(&r, &funnel.steps, mode, ctx.deadline)
-                .await?;
+            // A funnel reads events only: every visit of the range.
+            let r = read_request(ctx, range, goals, fp);
+            let fold = Fold {
+                funnel: Some(FunnelSpec {
+                    steps: &funnel.steps,
+                    mode,
+                }),
+                ..Fold::new(&ctx.params.filter, Buckets::Total)
+            };
+            let mut got: Read = Box::pin(read(store, &r, &[fold])).await?;
+            let counts = got.take(0).funnel.unwrap_or_else(|| StepCounts {
+                visitors: vec![0; funnel.steps.len()],
+                visits: vec![0; funnel.steps.len()],
+            });
             let steps = rows(&funnel.steps, &counts);
             Ok::<_, ApiError>((got, steps))
         }

@@ -35,7 +35,7 @@ pub use crate::config::{
     AuthGuard, Config, SHARE_LINK_REQUESTS_PER_MINUTE, SHARE_REQUESTS_PER_MINUTE,
 };
 use crate::error::{ApiError, error_response, json_response, typed_response};
-use crate::read::{Read, Request as ReadRequest, total};
+use crate::read::{Buckets, Fold, Props, Read, Request as ReadRequest, total};
 use crate::response::{
     BreakdownMeta, BreakdownPart, BreakdownResponse, ComparisonMeta, DashboardMeta,
     DashboardResponse, Meta, SeriesMeta, SeriesPart, SeriesResponse, StatsMeta, StatsPart,
@@ -604,32 +604,28 @@ async fn goals_for<S: QueryStore>(
 fn read_request<'a>(
     ctx: &'a Ctx<'a>,
     range: DateRange,
-    dims: &'a [Dimension],
     goals: &'a [(String, tally_core::goal::Matcher)],
     goals_fp: &'a str,
-    hourly: bool,
 ) -> ReadRequest<'a> {
     ReadRequest {
         site: ctx.site,
         zone: &ctx.zone,
         range,
-        dims,
-        props: &[],
         goals,
         goals_fp,
-        filter: &ctx.params.filter,
-        hourly,
         now: ctx.now,
         config: ctx.config,
+        deadline: Some(ctx.deadline),
     }
 }
 
-/// Totals of the range and, when asked for, of the comparison range: two
-/// reads, run together.
+/// The range read for `folds` and, when asked for, the comparison range's
+/// totals: two reads, run together.
 async fn totals<S: QueryStore>(
     store: &S,
     ctx: &Ctx<'_>,
     main: &ReadRequest<'_>,
+    folds: &[Fold<'_>],
     goals: &[(String, tally_core::goal::Matcher)],
     fp: &str,
 ) -> Result<(Read, Option<(DateRange, Read)>), ApiError> {
@@ -637,30 +633,29 @@ async fn totals<S: QueryStore>(
     let previous = async {
         match compare {
             Some(range) => {
-                let r = read_request(ctx, range, &[], goals, fp, false);
-                read::read(store, &r).await.map(|read| Some((range, read)))
+                let r = read_request(ctx, range, goals, fp);
+                let folds = [Fold::new(&ctx.params.filter, Buckets::Total)];
+                read::read(store, &r, &folds)
+                    .await
+                    .map(|read| Some((range, read)))
             }
             None => Ok(None),
         }
     };
-    let (current, previous) = tokio::join!(Box::pin(read::read(store, main)), Box::pin(previous));
+    let (current, previous) =
+        tokio::join!(Box::pin(read::read(store, main, folds)), Box::pin(previous));
     Ok((current?, previous?))
 }
 
 /// The totals of the comparison range's read, if there is one.
-async fn previous_totals(
-    ctx: &Ctx<'_>,
-    previous: &Option<(DateRange, Read)>,
-    goals: &[(String, tally_core::goal::Matcher)],
-    fp: &str,
-) -> Result<Option<tally_core::aggregate::Metrics>, ApiError> {
-    let Some((range, r)) = previous else {
-        return Ok(None);
-    };
-    let request = read_request(ctx, *range, &[], goals, fp, false);
-    Ok(Some(
-        total(&r.days_within(&request, ctx.deadline).await?).totals,
-    ))
+fn previous_totals(previous: &Option<(DateRange, Read)>) -> Option<tally_core::aggregate::Metrics> {
+    let (_, r) = previous.as_ref()?;
+    Some(
+        r.answers()
+            .first()
+            .map(|a| a.total().totals)
+            .unwrap_or_default(),
+    )
 }
 
 /// `results`, `comparison` and `change` of a stats answer.
@@ -698,10 +693,11 @@ async fn stats_endpoint<S: QueryStore>(
     ctx: &Ctx<'_>,
 ) -> Result<Response<Body>, ApiError> {
     let (goals, fp) = goals_for(store, ctx, &[]).await?;
-    let main = read_request(ctx, ctx.params.range, &[], &goals, &fp, false);
-    let (current, previous) = totals(store, ctx, &main, &goals, &fp).await?;
-    let cur = total(&current.days_within(&main, ctx.deadline).await?).totals;
-    let prev = previous_totals(ctx, &previous, &goals, &fp).await?;
+    let main = read_request(ctx, ctx.params.range, &goals, &fp);
+    let folds = [Fold::new(&ctx.params.filter, Buckets::Total)];
+    let (mut current, previous) = totals(store, ctx, &main, &folds, &goals, &fp).await?;
+    let cur = current.take(0).total().totals;
+    let prev = previous_totals(&previous);
     let (results, comparison, change) = stats_values(ctx, &cur, prev.as_ref());
     Ok(typed_response(&StatsResponse {
         results,
@@ -729,31 +725,31 @@ fn select(ctx: &Ctx<'_>, value: Value) -> Value {
     }
 }
 
-/// The series rows of a read: hour buckets, or day buckets summed into the
-/// interval's.
-async fn series_rows(
-    ctx: &Ctx<'_>,
-    read: &Read,
-    r: &ReadRequest<'_>,
-    interval: Interval,
-) -> Result<Vec<Value>, ApiError> {
-    let empty = tally_core::aggregate::Metrics::default();
+/// The fold of a series: totals by hour, or by day (summed into the
+/// interval's buckets by [`series_rows`]).
+fn series_fold<'a>(ctx: &'a Ctx<'a>, interval: Interval) -> Fold<'a> {
+    let buckets = if interval == Interval::Hour {
+        Buckets::Hours
+    } else {
+        Buckets::Days
+    };
+    Fold::new(&ctx.params.filter, buckets)
+}
+
+/// The series rows of a [`series_fold`]'s answer: hour buckets, or day
+/// buckets summed into the interval's.
+fn series_rows(ctx: &Ctx<'_>, answer: &read::Answer, interval: Interval) -> Vec<Value> {
     if interval == Interval::Hour {
-        let totals_only = ReadRequest {
-            dims: &[],
-            props: &[],
-            ..*r
-        };
-        let hours = read.hours_within(&totals_only, ctx.deadline).await?;
-        return Ok(range::hour_buckets(ctx.params.range, &ctx.zone)
+        let empty = tally_core::aggregate::Metrics::default();
+        let hours = answer.hours();
+        return range::hour_buckets(ctx.params.range, &ctx.zone)
             .into_iter()
             .map(|(start, label)| {
                 series_row(&label, hours.get(&start).map_or(&empty, |a| &a.totals))
             })
-            .collect());
+            .collect();
     }
-    let days = read.days_within(r, ctx.deadline).await?;
-    Ok(series_from_days(ctx, &days, interval))
+    series_from_days(ctx, &answer.days(), interval)
 }
 
 fn series_from_days(
@@ -782,17 +778,10 @@ async fn timeseries_endpoint<S: QueryStore>(
 ) -> Result<Response<Body>, ApiError> {
     let interval = ctx.params.interval()?;
     let (goals, fp) = goals_for(store, ctx, &[]).await?;
-    let request = read_request(
-        ctx,
-        ctx.params.range,
-        &[],
-        &goals,
-        &fp,
-        interval == Interval::Hour,
-    );
-    let read = read::read(store, &request).await?;
+    let request = read_request(ctx, ctx.params.range, &goals, &fp);
+    let mut read = read::read(store, &request, &[series_fold(ctx, interval)]).await?;
     Ok(typed_response(&SeriesResponse {
-        results: series_rows(ctx, &read, &request, interval).await?,
+        results: series_rows(ctx, &read.take(0), interval),
         meta: SeriesMeta {
             common: meta(ctx, &read),
             interval: interval.name(),
@@ -821,12 +810,12 @@ async fn breakdown_endpoint<S: QueryStore>(
     let dims = if prop.is_some() { vec![] } else { vec![dim] };
     let props: Vec<String> = prop.iter().cloned().collect();
     let (goals, fp) = goals_for(store, ctx, &dims).await?;
-    let request = ReadRequest {
-        props: &props,
-        ..read_request(ctx, ctx.params.range, &dims, &goals, &fp, false)
-    };
-    let read = read::read(store, &request).await?;
-    let agg = total(&read.days_within(&request, ctx.deadline).await?);
+    let request = read_request(ctx, ctx.params.range, &goals, &fp);
+    let fold = Fold::new(&ctx.params.filter, Buckets::Total)
+        .dims(&dims)
+        .props(Props::Keys(&props));
+    let mut read = read::read(store, &request, &[fold]).await?;
+    let agg = read.take(0).total();
     let empty = Default::default();
     let rows = match &prop {
         Some(key) => agg.props.get(key).unwrap_or(&empty),
@@ -909,27 +898,26 @@ async fn dashboard_endpoint<S: QueryStore>(
     };
     let interval = ctx.params.interval()?;
     let (goals, fp) = goals_for(store, ctx, &dims).await?;
-    let main = read_request(
-        ctx,
-        ctx.params.range,
-        &dims,
-        &goals,
-        &fp,
-        interval == Interval::Hour,
-    );
-    let (current, previous) = totals(store, ctx, &main, &goals, &fp).await?;
-    // The range's custom properties, the most used keys first.
-    let keys = current.prop_keys(DASHBOARD_PROPS);
-    let with_props = ReadRequest {
-        props: &keys,
-        ..main
-    };
-    let days = current.days_within(&with_props, ctx.deadline).await?;
+    let main = read_request(ctx, ctx.params.range, &goals, &fp);
+    // Every panel by day, with the range's most used custom properties;
+    // the hourly series is a fold of its own.
+    let mut folds = vec![
+        Fold::new(&ctx.params.filter, Buckets::Days)
+            .dims(&dims)
+            .props(Props::Top(DASHBOARD_PROPS)),
+    ];
+    if interval == Interval::Hour {
+        folds.push(series_fold(ctx, interval));
+    }
+    let (mut current, previous) = totals(store, ctx, &main, &folds, &goals, &fp).await?;
+    let panels = current.take(0);
+    let keys = panels.props.clone();
+    let days = panels.days();
     let agg = total(&days);
-    let prev = previous_totals(ctx, &previous, &goals, &fp).await?;
+    let prev = previous_totals(&previous);
     let (results, comparison, change) = stats_values(ctx, &agg.totals, prev.as_ref());
     let series = if interval == Interval::Hour {
-        series_rows(ctx, &current, &main, interval).await?
+        series_rows(ctx, &current.take(1), interval)
     } else {
         series_from_days(ctx, &days, interval)
     };

@@ -8,13 +8,12 @@
 
 use crate::config::Config;
 use crate::error::{ApiError, json_response};
-use crate::read::{self, Read, Request as ReadRequest, total};
+use crate::read::{self, Bucket, Buckets, Fold, Props, Request as ReadRequest};
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::Instant;
-use tally_core::HOUR_MS;
 use tally_core::aggregate::{Aggregate, Metrics};
 use tally_core::dimension::{Dimension, Level};
 use tally_core::filter::Filter;
@@ -163,8 +162,8 @@ fn without_goal_filters(filter: &Filter) -> Filter {
     }
 }
 
-/// Answers a query: one read (and, for a conversion rate under a goal
-/// filter, one more without it for the base).
+/// Answers a query: one read (with, for a conversion rate under a goal
+/// filter, a second fold without it for the base).
 async fn run<S: QueryStore>(
     store: &S,
     config: &Config,
@@ -193,23 +192,18 @@ async fn run<S: QueryStore>(
     } else {
         (Vec::new(), String::new())
     };
-    let hourly = q.time() == Some(Granularity::Hour) || q.window.is_some();
     let request = ReadRequest {
         site,
         zone: &zone,
         range: q.range,
-        dims: &dims,
-        props: &props,
         goals: &goals,
         goals_fp: &fp,
-        filter: &q.filter,
-        hourly,
         now,
         config,
+        deadline: Some(deadline),
     };
-    let read = Box::pin(read::read(store, &request)).await?;
-    let buckets = buckets_of(&read, &request, q, deadline).await?;
-    // The base of conversion rates: the same buckets without goal filters.
+    // The base of conversion rates: the same buckets without goal filters,
+    // a second fold of the same read.
     let conversion = q
         .metrics
         .iter()
@@ -219,17 +213,14 @@ async fn run<S: QueryStore>(
         .predicates
         .iter()
         .any(|p| p.dimension == Dimension::Goal);
-    let base = if conversion && goal_filtered {
-        let unfiltered = without_goal_filters(&q.filter);
-        let r = ReadRequest {
-            filter: &unfiltered,
-            ..request
-        };
-        let read = Box::pin(read::read(store, &r)).await?;
-        Some(buckets_of(&read, &r, q, deadline).await?)
-    } else {
-        None
-    };
+    let unfiltered = without_goal_filters(&q.filter);
+    let mut folds = vec![bucket_fold(q, &q.filter, &dims, &props)];
+    if conversion && goal_filtered {
+        folds.push(bucket_fold(q, &unfiltered, &dims, &props));
+    }
+    let mut read = Box::pin(read::read(store, &request, &folds)).await?;
+    let buckets = labelled(read.take(0), q, &zone);
+    let base = (folds.len() > 1).then(|| labelled(read.take(1), q, &zone));
 
     // Revenue: per goal row by `event:goal`, else one sum per bucket over
     // the goal rows the filter keeps, in the currency the buckets share.
@@ -359,76 +350,59 @@ fn goal_revenue(agg: &Aggregate, filter: &Filter) -> BTreeMap<String, RevenueSum
     out
 }
 
-/// Aggregates per time bucket (keyed by its label; one unlabelled bucket
-/// without a time dimension), folded off the async workers by `deadline`.
-async fn buckets_of(
-    read: &Read,
-    r: &ReadRequest<'_>,
+/// The fold of a query's time buckets (one bucket without a time
+/// dimension), only the visits inside its time window if it has one.
+fn bucket_fold<'a>(
     q: &Query,
-    deadline: Instant,
-) -> Result<BTreeMap<Vec<String>, Aggregate>, ApiError> {
-    let zone = r.zone;
+    filter: &'a Filter,
+    dims: &'a [Dimension],
+    props: &'a [String],
+) -> Fold<'a> {
+    let buckets = match q.time() {
+        Some(Granularity::Hour) => Buckets::Hours,
+        Some(g) => Buckets::Interval(interval_of(g)),
+        None => Buckets::Total,
+    };
+    Fold {
+        within: q.window,
+        ..Fold::new(filter, buckets)
+            .dims(dims)
+            .props(Props::Keys(props))
+    }
+}
+
+/// A fold's aggregates keyed by their time labels (one unlabelled bucket
+/// without a time dimension).
+fn labelled(
+    answer: read::Answer,
+    q: &Query,
+    zone: &tally_core::zone::Zone,
+) -> BTreeMap<Vec<String>, Aggregate> {
     let mut out: BTreeMap<Vec<String>, Aggregate> = BTreeMap::new();
-    match (q.time(), q.window) {
-        (Some(Granularity::Hour), _) | (None, Some(_)) | (Some(_), Some(_)) => {
-            let (from, to) = q.window.unwrap_or_else(|| q.range.bounds(zone));
-            let range_start = q.range.bounds(zone).0;
-            // Keys: an hour's start instant, a bucket day's Julian number,
-            // or 0 without a time dimension; labelled afterwards.
-            let (time, range, local) = (q.time(), q.range, zone.clone());
-            let folded = read
-                .fold_within(r, deadline, move |s| {
-                    (s.start >= from && s.start < to).then(|| match time {
-                        // Local hours, from the range's first instant.
-                        Some(Granularity::Hour) => {
-                            range_start + (s.start - range_start).div_euclid(HOUR_MS) * HOUR_MS
-                        }
-                        Some(g) => i64::from(
-                            day_bucket(g, local.local_date(s.start), range).to_julian_day(),
-                        ),
-                        None => 0,
-                    })
-                })
-                .await?;
-            let folded = folded.into_iter().map(|(k, agg)| {
-                let label = match q.time() {
-                    Some(Granularity::Hour) => {
-                        let l = zone.local_minute_label(k);
-                        vec![format!("{}:00:00", &l[..13])]
-                    }
-                    Some(_) => time::Date::from_julian_day(i32::try_from(k).unwrap_or(0))
-                        .map(|d| vec![format_date(d)])
-                        .unwrap_or_default(),
-                    None => Vec::new(),
-                };
-                (label, agg)
-            });
-            out.extend(folded);
-        }
-        (Some(g), None) => {
-            for (day, agg) in read.days_within(r, deadline).await? {
-                out.entry(vec![format_date(day_bucket(g, day, q.range))])
-                    .or_default()
-                    .merge(&agg);
+    for (bucket, agg) in answer.aggregates {
+        let label = match bucket {
+            Bucket::Hour(h) => {
+                let l = zone.local_minute_label(h);
+                vec![format!("{}:00:00", &l[..13])]
             }
-        }
-        (None, None) => {
-            out.insert(Vec::new(), total(&read.days_within(r, deadline).await?));
-        }
+            Bucket::Day(d) => vec![format_date(d)],
+            Bucket::All => Vec::new(),
+        };
+        out.entry(label).or_default().merge(&agg);
     }
     if q.time().is_none() {
         out.entry(Vec::new()).or_default();
     }
-    Ok(out)
+    out
 }
 
-fn day_bucket(g: Granularity, day: time::Date, range: DateRange) -> time::Date {
-    let interval = match g {
+fn interval_of(g: Granularity) -> Interval {
+    match g {
+        Granularity::Hour => Interval::Hour,
         Granularity::Week => Interval::Week,
         Granularity::Month => Interval::Month,
         _ => Interval::Day,
-    };
-    interval.day_bucket(day, range)
+    }
 }
 
 fn time_labels(q: &Query, zone: &tally_core::zone::Zone) -> Vec<String> {
@@ -439,11 +413,7 @@ fn time_labels(q: &Query, zone: &tally_core::zone::Zone) -> Vec<String> {
             .map(|(_, label)| format!("{label}:00"))
             .collect(),
         Some(g) => {
-            let interval = match g {
-                Granularity::Week => Interval::Week,
-                Granularity::Month => Interval::Month,
-                _ => Interval::Day,
-            };
+            let interval = interval_of(g);
             range::day_buckets(q.range, interval)
                 .into_iter()
                 .map(format_date)

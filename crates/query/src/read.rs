@@ -1,46 +1,96 @@
-//! One read: the plan `tally_core::plan` makes, carried out.
+//! One read: the plan `tally_core::plan` makes, carried out for a batch of
+//! folds in one pass over the stored events.
 //!
-//! 1. The settled days' rollups (when the request can use them) and the
-//!    segment manifests of the range are read together: two Queries.
+//! # The API
+//!
+//! A caller says what to read ([`Request`]: the site, the range, the
+//! site's goals, now, the deadline) and what to count, as a batch of
+//! [`Fold`]s, each with
+//! - its dimensions (`dims`) and custom property keys ([`Props::Keys`], or
+//!   [`Props::Top`]: the range's most used keys, chosen as the events are
+//!   read),
+//! - its filter,
+//! - its buckets ([`Buckets`]: the total, local days, the day buckets of an
+//!   interval (weeks from Monday, months), or local hours from the range's
+//!   first instant), optionally only the visits starting inside a time
+//!   window (`within`),
+//! - optionally a funnel to follow.
+//!
+//! [`read`] answers one [`Answer`] per fold, in order: an aggregate per
+//! [`Bucket`] that has visits (the fold's rows of its dimensions and keys),
+//! the funnel's steps, the property keys it folded; and with them the
+//! read's `meta.sources` ([`Read::sources`]) and `meta.warnings`
+//! ([`Read::warnings`]). Folds of different filters, dimensions or buckets
+//! share one read: a report and its conversion-rate base, a dashboard's
+//! panels, a typed query's parts. The typed query model's
+//! `tally_core::query::fold::FoldRequest`s of one range are folds of one
+//! read (`Fold::from`), and [`Read::into_folded`] gives its `Folded`
+//! answers; [`Bucket`] and [`Buckets`] are that model's.
+//!
+//! ```text
+//! let r = Request { site, zone, range, goals, goals_fp, now, config, deadline };
+//! let folds = [
+//!     Fold::new(&filter, Buckets::Total).dims(&[Dimension::Page]),
+//!     Fold::new(&filter, Buckets::Hours),
+//! ];
+//! let mut read = read(store, &r, &folds).await?;   // 503 query_timeout past the deadline
+//! let pages = read.take(0).total();                 // one Aggregate
+//! let series = read.take(1).hours();                // BTreeMap<Millis, Aggregate>
+//! ```
+//!
+//! # How
+//!
+//! 1. The settled days' rollups (when every fold of the batch can use them:
+//!    no filter, no hours, no time window, no funnel) and the segment
+//!    manifests of the range are read together: two Queries.
 //! 2. The plan picks each day's source: rollup → segments → raw.
-//! 3. The events of the other days are read once (`read_detail`: one
-//!    BatchGetItem per 100 parts, the raw hours in parallel) and folded by
-//!    the same fold the rollup job uses.
+//! 3. The days read from events are split into windows of whole days
+//!    ([`tally_core::plan::Plan::split`], one per core:
+//!    [`Config::read_workers`]), streamed side by side
+//!    (`tally_store::detail`): each window's segment parts (a few
+//!    BatchGetItems ahead, within [`Config::prefetch_bytes`]) and raw hours
+//!    are fetched in hour order while a worker on the blocking pool pushes
+//!    them into one [`Scan`] per fold ([`tally_core::stream::run`]), so the
+//!    events are never held: memory is one day's working set per worker,
+//!    whatever the range.
+//! 4. The windows' answers are merged (visitors are per day, so adding days
+//!    is exact), then the rollup days added. A part that could not be read
+//!    sent its hours raw, or left its days out with a `segment_unreadable`
+//!    warning ([`tally_core::plan::Plan::fall_back`], applied once to the
+//!    whole plan).
 //!
-//! [`Read`] keeps the rollups and the events, so one read can answer every
-//! panel of a dashboard (days, hours, any dimension folded from them).
+//! # Limits
 //!
-//! A request's folds run off the async workers (`spawn_blocking`), so a
-//! heavy query never holds up other requests on the instance, and within
-//! the request's deadline ([`Config::fold_budget`]): a fold past it stops
-//! and the request is answered 503 `query_timeout`.
+//! The whole stream (fetching and counting) runs within the request's
+//! deadline ([`Config::fold_budget`], 20 s): past it the read stops and the
+//! request is answered 503 `query_timeout` (docs/API.md, "Limits", gives the
+//! events per request each memory size counts in time).
 
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use serde::Serialize;
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
-use tally_core::HOUR_MS;
-use tally_core::Millis;
-use tally_core::aggregate::{Aggregate, FoldSpec, fold};
+use tally_core::aggregate::{Aggregate, FoldSpec};
 use tally_core::dimension::Dimension;
-use tally_core::event::Event;
 use tally_core::filter::Filter;
-use tally_core::funnel::{self, Mode, Step, StepCounts};
+use tally_core::funnel::{Mode, Step, StepCounts};
 use tally_core::goal::Matcher;
-use tally_core::plan::{self, Inputs, Plan, RollupFit, Source, Warning};
+use tally_core::plan::{self, Inputs, Plan, RollupFit, Warning};
+use tally_core::query::fold::{FoldRequest, Folded, Props as FoldProps, Sources};
 use tally_core::range::DateRange;
 use tally_core::rollup::RollupSource;
-use tally_core::session::{Session, sessions};
+use tally_core::scan::{self, FunnelSpec, PropUse, Scan, ScanSpec, TopProps};
 use tally_core::site::Site;
+use tally_core::stream::DayIndex;
 use tally_core::zone::{Zone, format_date};
-use tally_store::detail::Detail;
+use tally_core::{HOUR_MS, Millis};
+use tally_store::detail::{Feed, StreamError, StreamLimits};
 use time::Date;
 
-/// What to read.
+/// What a read reads: the site and days, and what every fold shares.
 pub struct Request<'a> {
     /// The site.
     pub site: &'a Site,
@@ -48,34 +98,163 @@ pub struct Request<'a> {
     pub zone: &'a Zone,
     /// The days.
     pub range: DateRange,
-    /// Dimensions to break down.
-    pub dims: &'a [Dimension],
-    /// Custom property keys to break down.
-    pub props: &'a [String],
-    /// Compiled goals.
+    /// Compiled goals (for goal rows and goal filters).
     pub goals: &'a [(String, Matcher)],
     /// Fingerprint of the site's current goals.
     pub goals_fp: &'a str,
-    /// Filters.
-    pub filter: &'a Filter,
-    /// Whether hours are needed (an hourly series): rollups hold days only.
-    pub hourly: bool,
     /// Now.
     pub now: Millis,
     /// Read settings.
     pub config: &'a Config,
+    /// When the read must be done (`None`: whenever, the CLI); past it, 503
+    /// `query_timeout`.
+    pub deadline: Option<Instant>,
 }
 
-/// A range read: rollups for the days they answer, events for the rest.
+/// The custom property keys a fold breaks down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Props<'a> {
+    /// These keys (none: no property rows).
+    Keys(&'a [String]),
+    /// The range's `n` most used keys (by events carrying them, rollup
+    /// days by their rows' page views and events), chosen as the events
+    /// are read; [`Answer::props`] names them, the most used first.
+    Top(usize),
+}
+
+pub use tally_core::query::fold::{Bucket, Buckets};
+
+/// One fold of a read (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct Fold<'a> {
+    /// Dimensions to break down (none: totals only).
+    pub dims: &'a [Dimension],
+    /// Custom property keys to break down.
+    pub props: Props<'a>,
+    /// Which visits count.
+    pub filter: &'a Filter,
+    /// How they are bucketed.
+    pub buckets: Buckets,
+    /// Only visits starting in `[from, to)` (read from events).
+    pub within: Option<(Millis, Millis)>,
+    /// A funnel to follow (read from events): [`Answer::funnel`].
+    pub funnel: Option<FunnelSpec<'a>>,
+}
+
+impl<'a> Fold<'a> {
+    /// Totals of the visits `filter` keeps, in `buckets`.
+    pub fn new(filter: &'a Filter, buckets: Buckets) -> Self {
+        Self {
+            dims: &[],
+            props: Props::Keys(&[]),
+            filter,
+            buckets,
+            within: None,
+            funnel: None,
+        }
+    }
+
+    /// With these dimensions.
+    pub fn dims(self, dims: &'a [Dimension]) -> Self {
+        Self { dims, ..self }
+    }
+
+    /// With these property keys.
+    pub fn props(self, props: Props<'a>) -> Self {
+        Self { props, ..self }
+    }
+
+    /// Whether day rollups can answer it.
+    pub fn rollups_answer(&self) -> bool {
+        self.filter.is_empty()
+            && self.buckets != Buckets::Hours
+            && self.within.is_none()
+            && self.funnel.is_none()
+    }
+}
+
+/// The typed query model's fold ([`FoldRequest`]) as a fold of a read of
+/// its range.
+impl<'a> From<&'a FoldRequest> for Fold<'a> {
+    fn from(f: &'a FoldRequest) -> Self {
+        Self {
+            dims: &f.dims,
+            props: match &f.props {
+                FoldProps::Keys(keys) => Props::Keys(keys),
+                FoldProps::Top(n) => Props::Top(*n),
+            },
+            filter: &f.filter,
+            buckets: f.buckets,
+            within: f.within,
+            funnel: f.funnel.as_ref().map(|q| FunnelSpec {
+                steps: &q.steps,
+                mode: q.mode,
+            }),
+        }
+    }
+}
+
+/// What a read answers for one fold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    /// One aggregate per bucket with visits (or with a rollup day).
+    pub aggregates: BTreeMap<Bucket, Aggregate>,
+    /// With a funnel: visits and visitors per step.
+    pub funnel: Option<StepCounts>,
+    /// With [`Props::Top`]: the keys chosen, the most used first.
+    pub props: Vec<String>,
+}
+
+impl Answer {
+    /// The sum of every bucket.
+    pub fn total(&self) -> Aggregate {
+        total(&self.aggregates)
+    }
+
+    /// The aggregates of local days (and day buckets).
+    pub fn days(&self) -> BTreeMap<Date, Aggregate> {
+        self.aggregates
+            .iter()
+            .filter_map(|(b, agg)| match b {
+                Bucket::Day(d) => Some((*d, agg.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The aggregates of hours, by start.
+    pub fn hours(&self) -> BTreeMap<Millis, Aggregate> {
+        self.aggregates
+            .iter()
+            .filter_map(|(b, agg)| match b {
+                Bucket::Hour(h) => Some((*h, agg.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A range read: one answer per fold, and where the days came from.
 #[derive(Debug, Default)]
 pub struct Read {
-    rollups: BTreeMap<Date, Aggregate>,
+    answers: Vec<Answer>,
     /// The rollup days that are imported history.
     imported: Vec<Date>,
-    /// The events read, shared with the folds that run off the workers.
-    events: Arc<Vec<Event>>,
     /// The plan as carried out.
     plan: Plan,
+    streamed: Streamed,
+}
+
+/// What a read's streams did (for logs, tests and figures).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Streamed {
+    /// Windows streamed side by side.
+    pub windows: usize,
+    /// Events pushed into the scans (each window's; hours two windows
+    /// share are counted by both).
+    pub events: u64,
+    /// The most one window's scans held at once (field by field).
+    pub most_held: tally_core::scan::Held,
 }
 
 /// `meta.sources`: the days each source answered.
@@ -112,18 +291,33 @@ fn span(days: &[Date]) -> Option<Span> {
     })
 }
 
-/// Reads a range.
-pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, ApiError> {
+/// Property keys folded per stream for [`Props::Top`] (the keys rollups
+/// keep a day): the most used keys of the range are chosen among them.
+pub const TOP_PROPS_CAP: usize = tally_core::rollup::MAX_ROLLUP_PROPS;
+
+/// The least stored bytes of parts a read gives each window it streams
+/// side by side by default ([`Config::min_window_bytes`]; about 230,000
+/// events, a tenth of a second of one core): a smaller read is one window,
+/// one BatchGetItem.
+pub const MIN_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Reads a range once for every fold of `folds` (see the module docs).
+pub async fn read<S: QueryStore>(
+    store: &S,
+    r: &Request<'_>,
+    folds: &[Fold<'_>],
+) -> Result<Read, ApiError> {
     let site = r.site;
     let config = r.config;
-    let eligible = config.use_rollups && r.filter.is_empty() && !r.hourly;
+    let eligible = config.use_rollups && folds.iter().all(Fold::rollups_answer);
     let settled = plan::settled_days(r.zone, r.range, r.now, config.settle_ms);
+    let needs = Needs::of(folds);
     // Rollups of the whole range: a settled day is answered by its rollup;
     // an unsettled one only when it has no events of its own (an imported
     // day, say yesterday's history from another tool).
     let rollups = async {
         if eligible {
-            read_rollups(store, r, r.range.from, r.range.to).await
+            read_rollups(store, r, &needs).await
         } else {
             Ok(BTreeMap::new())
         }
@@ -160,7 +354,7 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
         Some(day) if !day.stale => RollupFit::Exact,
         Some(_) => RollupFit::Stale,
     };
-    let plan = plan::plan(&Inputs {
+    let mut plan = plan::plan(&Inputs {
         zone: r.zone,
         range: r.range,
         now: r.now,
@@ -171,134 +365,61 @@ pub async fn read<S: QueryStore>(store: &S, r: &Request<'_>) -> Result<Read, Api
         manifests: &manifests,
     });
     let rollup_days = plan.rollup_days();
-    let detail = Box::pin(store.read_detail(site, plan, r.now)).await?;
+    let windows = if plan.reads_events() {
+        Box::pin(stream(store, r, folds, &plan)).await?
+    } else {
+        Vec::new()
+    };
+    // The hours parts could not give, as every window found them.
+    let mut failed: BTreeMap<plan::PartKey, Vec<Millis>> = BTreeMap::new();
+    for (key, hours) in windows.iter().flat_map(|w| w.outcome.failed_hours()) {
+        let all = failed.entry(key).or_default();
+        all.extend(hours);
+        all.sort_unstable();
+        all.dedup();
+    }
+    if !failed.is_empty() {
+        plan.fall_back_hours(&failed);
+    }
     let imported = rollup_days
         .iter()
         .filter(|d| rolled.get(d).is_some_and(|day| day.imported))
         .copied()
         .collect();
-    let rollups = rolled
+    let rollups: BTreeMap<Date, Aggregate> = rolled
         .into_iter()
         .filter(|(d, _)| rollup_days.contains(d))
         .map(|(d, day)| (d, day.aggregate))
         .collect();
-    let Detail { events, plan } = detail;
+    let streamed = Streamed {
+        windows: windows.len(),
+        events: windows.iter().map(|w| w.outcome.events).sum(),
+        most_held: windows
+            .iter()
+            .map(|w| w.outcome.most_held)
+            .fold(Default::default(), tally_core::stream::max_held),
+    };
+    let answers = merge(r, folds, windows, &rollups);
     Ok(Read {
-        rollups,
+        answers,
         imported,
-        events: Arc::new(events),
         plan,
+        streamed,
     })
 }
 
 impl Read {
-    /// One aggregate per day that has an answer (days without visits may
-    /// be absent): the rollups, and the events folded by the day each visit
-    /// started on. Folds on the caller's thread, without a deadline (the
-    /// CLI); a request uses [`Read::days_within`].
-    pub fn days(&self, r: &Request<'_>) -> BTreeMap<Date, Aggregate> {
-        let job = self.job(r);
-        let mut out = self.rollup_days(r);
-        out.extend(job.days(&Watch::unbounded()));
-        out
+    /// The answers, one per fold, in order.
+    pub fn answers(&self) -> &[Answer] {
+        &self.answers
     }
 
-    /// [`Read::days`] off the async workers, within `deadline`.
-    pub async fn days_within(
-        &self,
-        r: &Request<'_>,
-        deadline: Instant,
-    ) -> Result<BTreeMap<Date, Aggregate>, ApiError> {
-        let job = self.job(r);
-        let folded = off_workers(r.config, deadline, move |watch| job.days(watch)).await?;
-        let mut out = self.rollup_days(r);
-        out.extend(folded);
-        Ok(out)
-    }
-
-    /// The rollup days, narrowed to what the request breaks down.
-    fn rollup_days(&self, r: &Request<'_>) -> BTreeMap<Date, Aggregate> {
-        self.rollups
-            .iter()
-            .map(|(d, agg)| {
-                let mut agg = agg.clone();
-                agg.dims.retain(|dim, _| r.dims.contains(dim));
-                agg.props.retain(|key, _| r.props.contains(key));
-                (*d, agg)
-            })
-            .collect()
-    }
-
-    /// One aggregate per hour bucket (keyed by the bucket's start instant)
-    /// of the days folded from events, off the async workers, within
-    /// `deadline`.
-    pub async fn hours_within(
-        &self,
-        r: &Request<'_>,
-        deadline: Instant,
-    ) -> Result<BTreeMap<Millis, Aggregate>, ApiError> {
-        let (start, end) = r.range.bounds(r.zone);
-        self.fold_within(r, deadline, move |s| {
-            (s.start >= start && s.start < end)
-                .then(|| start + (s.start - start) / HOUR_MS * HOUR_MS)
-        })
-        .await
-    }
-
-    /// The events' visits folded into buckets `bucket` names (visits of
-    /// days without an answer are left out), off the async workers, within
-    /// `deadline`. Rollup days are not included: read with `hourly` for a
-    /// query that needs every visit.
-    pub async fn fold_within<K: Ord + Copy + Send + 'static>(
-        &self,
-        r: &Request<'_>,
-        deadline: Instant,
-        bucket: impl Fn(&Session<'_>) -> Option<K> + Send + 'static,
-    ) -> Result<BTreeMap<K, Aggregate>, ApiError> {
-        let job = self.job(r);
-        off_workers(r.config, deadline, move |watch| {
-            let visits = sessions(&job.events, &job.zone);
-            fold(&visits, &job.spec(), |s| {
-                (!watch.over() && job.answered(s))
-                    .then(|| bucket(s))
-                    .flatten()
-            })
-        })
-        .await
-    }
-
-    /// How far the visits of the days folded from events got through a
-    /// funnel's steps (read with `hourly`, so that is every day answered),
-    /// off the async workers, within `deadline`.
-    pub async fn funnel_within(
-        &self,
-        r: &Request<'_>,
-        steps: &[Step],
-        mode: Mode,
-        deadline: Instant,
-    ) -> Result<StepCounts, ApiError> {
-        let job = self.job(r);
-        let steps = steps.to_vec();
-        off_workers(r.config, deadline, move |watch| {
-            let visits = sessions(&job.events, &job.zone);
-            funnel::count(&visits, &steps, mode, &job.filter, &job.goals, |s| {
-                (!watch.over() && job.answered(s)).then(|| job.zone.local_date(s.start))
-            })
-        })
-        .await
-    }
-
-    /// What a fold of this read for `r` needs, owned.
-    fn job(&self, r: &Request<'_>) -> FoldJob {
-        FoldJob {
-            events: Arc::clone(&self.events),
-            days: self.plan.days.clone(),
-            zone: r.zone.clone(),
-            dims: r.dims.to_vec(),
-            props: r.props.to_vec(),
-            goals: r.goals.to_vec(),
-            filter: r.filter.clone(),
-        }
+    /// Takes fold `i`'s answer out (an empty one past the batch).
+    pub fn take(&mut self, i: usize) -> Answer {
+        self.answers
+            .get_mut(i)
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Where the days came from.
@@ -312,148 +433,367 @@ impl Read {
         }
     }
 
-    /// The custom property keys of the range, the most used first (from
-    /// the rollups' rows and the events read), at most `limit`.
-    pub fn prop_keys(&self, limit: usize) -> Vec<String> {
-        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
-        for agg in self.rollups.values() {
-            for (key, rows) in &agg.props {
-                *counts.entry(key.clone()).or_default() +=
-                    rows.values().map(|m| m.pageviews + m.events).sum::<u64>();
-            }
-        }
-        for e in self.events.iter() {
-            for key in e.props.keys() {
-                *counts.entry(key.clone()).or_default() += 1;
-            }
-        }
-        let mut keys: Vec<(String, u64)> = counts.into_iter().collect();
-        keys.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        keys.into_iter().take(limit).map(|(k, _)| k).collect()
-    }
-
     /// Why some days have no answer.
     pub fn warnings(&self) -> &[Warning] {
         &self.plan.warnings
     }
+
+    /// What its streams did.
+    pub fn streamed(&self) -> Streamed {
+        self.streamed
+    }
+
+    /// The answers as the typed query model takes them ([`Folded`]: each
+    /// with the read's sources and warnings), one per fold, in order.
+    pub fn into_folded(self) -> Vec<Folded> {
+        let sources = Sources::of(&self.plan.sources(), &self.imported);
+        self.answers
+            .into_iter()
+            .map(|a| Folded {
+                buckets: a.aggregates,
+                funnel: a.funnel,
+                prop_keys: a.props,
+                sources: sources.clone(),
+                warnings: self.plan.warnings.clone(),
+            })
+            .collect()
+    }
 }
 
-/// A fold's inputs, owned, so it can run on a blocking thread.
-struct FoldJob {
-    events: Arc<Vec<Event>>,
-    /// The plan's days and their sources.
-    days: BTreeMap<Date, Source>,
+/// What the batch needs of rollups.
+struct Needs {
+    /// Every fold's dimensions.
+    dims: Vec<Dimension>,
+    /// Every fold's named property keys.
+    keys: Vec<String>,
+    /// Whether any fold breaks down properties.
+    props: bool,
+}
+
+impl Needs {
+    fn of(folds: &[Fold<'_>]) -> Self {
+        let mut dims: Vec<Dimension> = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
+        let mut props = false;
+        for f in folds {
+            for d in f.dims {
+                if !dims.contains(d) {
+                    dims.push(*d);
+                }
+            }
+            match f.props {
+                Props::Keys(k) => {
+                    props |= !k.is_empty();
+                    for key in k {
+                        if !keys.contains(key) {
+                            keys.push(key.clone());
+                        }
+                    }
+                }
+                Props::Top(_) => props = true,
+            }
+        }
+        Self { dims, keys, props }
+    }
+}
+
+/// One window's scans, owned, so they can run on a blocking thread.
+struct Job {
     zone: Zone,
+    range: DateRange,
+    goals: Vec<(String, Matcher)>,
+    folds: Vec<OwnedFold>,
+}
+
+/// A [`Fold`], owned.
+struct OwnedFold {
     dims: Vec<Dimension>,
     props: Vec<String>,
-    goals: Vec<(String, Matcher)>,
+    top: Option<TopProps>,
     filter: Filter,
+    buckets: Buckets,
+    within: Option<(Millis, Millis)>,
+    funnel: Option<(Vec<Step>, Mode)>,
 }
 
-impl FoldJob {
-    fn spec(&self) -> FoldSpec<'_> {
-        FoldSpec {
-            dims: &self.dims,
-            props: &self.props,
-            goals: &self.goals,
-            filter: &self.filter,
-            top_n: None,
+impl OwnedFold {
+    fn of(f: &Fold<'_>) -> Self {
+        let (props, top) = match f.props {
+            Props::Keys(k) => (k.to_vec(), None),
+            Props::Top(_) => (
+                Vec::new(),
+                Some(TopProps {
+                    n: TOP_PROPS_CAP,
+                    cap: TOP_PROPS_CAP,
+                }),
+            ),
+        };
+        Self {
+            dims: f.dims.to_vec(),
+            props,
+            top,
+            filter: f.filter.clone(),
+            buckets: f.buckets,
+            within: f.within,
+            funnel: f.funnel.map(|s| (s.steps.to_vec(), s.mode)),
         }
     }
+}
 
-    /// Whether the visit's day is answered from events (not a rollup, not
-    /// left out).
-    fn answered(&self, s: &Session<'_>) -> bool {
-        self.days
-            .get(&self.zone.local_date(s.start))
-            .is_some_and(|src| *src != Source::Rollup)
-    }
+/// What one window answered.
+struct Window {
+    answers: Vec<scan::Answer<Bucket>>,
+    outcome: tally_core::stream::Outcome,
+}
 
-    /// The events' visits by the local day they started on.
-    fn days(&self, watch: &Watch) -> BTreeMap<Date, Aggregate> {
-        let visits = sessions(&self.events, &self.zone);
-        fold(&visits, &self.spec(), |s| {
-            (!watch.over() && self.answered(s)).then(|| self.zone.local_date(s.start))
+impl Job {
+    /// Streams one window's plan into a scan per fold.
+    fn run(&self, mut plan: Plan, feed: &mut Feed) -> Result<Window, StreamError> {
+        let days = DayIndex::new(&self.zone, plan.days.keys().copied());
+        let (range_start, _) = self.range.bounds(&self.zone);
+        let mut scans: Vec<_> = self
+            .folds
+            .iter()
+            .map(|f| {
+                let spec = ScanSpec {
+                    fold: FoldSpec {
+                        dims: &f.dims,
+                        props: &f.props,
+                        goals: &self.goals,
+                        filter: &f.filter,
+                        top_n: None,
+                    },
+                    top_props: f.top,
+                    funnel: f
+                        .funnel
+                        .as_ref()
+                        .map(|(steps, mode)| FunnelSpec { steps, mode: *mode }),
+                };
+                let (buckets, within, range, days) = (f.buckets, f.within, self.range, &days);
+                let bucket: Box<dyn Fn(Millis) -> Option<Bucket> + '_> =
+                    Box::new(move |start: Millis| {
+                        if within.is_some_and(|(from, to)| start < from || start >= to) {
+                            return None;
+                        }
+                        let day = days.of(start)?;
+                        Some(match buckets {
+                            Buckets::Total => Bucket::All,
+                            Buckets::Days => Bucket::Day(day),
+                            Buckets::Interval(i) => Bucket::Day(i.day_bucket(day, range)),
+                            Buckets::Hours => Bucket::Hour(
+                                range_start + (start - range_start).div_euclid(HOUR_MS) * HOUR_MS,
+                            ),
+                        })
+                    });
+                Scan::new(&self.zone, spec, bucket)
+            })
+            .collect();
+        let outcome = tally_core::stream::run(&mut plan, &mut scans, feed)?;
+        Ok(Window {
+            answers: scans.into_iter().map(Scan::finish).collect(),
+            outcome,
         })
     }
 }
 
-/// A fold's deadline, looked at every [`Watch::EVERY`] visits: once past
-/// it, every visit left is skipped (its filters not even tried).
-struct Watch {
-    deadline: Option<Instant>,
-    seen: Cell<u32>,
-    late: Cell<bool>,
+/// Streams the plan's event days, split into windows run side by side.
+async fn stream<S: QueryStore>(
+    store: &S,
+    r: &Request<'_>,
+    folds: &[Fold<'_>],
+    plan: &Plan,
+) -> Result<Vec<Window>, ApiError> {
+    let config = r.config;
+    let cores = match config.read_workers {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        n => n,
+    };
+    // A window per core, each worth its requests: a small read is one.
+    let worth = match config.min_window_bytes {
+        0 => usize::MAX,
+        min => usize::try_from(plan.part_bytes() / min).unwrap_or(usize::MAX),
+    };
+    let workers = cores.min(worth).max(1);
+    let job = Arc::new(Job {
+        zone: r.zone.clone(),
+        range: r.range,
+        goals: r.goals.to_vec(),
+        folds: folds.iter().map(OwnedFold::of).collect(),
+    });
+    let jobs: Vec<_> = plan
+        .split(workers)
+        .into_iter()
+        .map(|p| {
+            let job = Arc::clone(&job);
+            (p, move |p: Plan, feed: &mut Feed| job.run(p, feed))
+        })
+        .collect();
+    let limits = StreamLimits {
+        prefetch_bytes: config.prefetch_bytes,
+        deadline: r.deadline,
+        ..StreamLimits::default()
+    };
+    let started = Instant::now();
+    let windows = store
+        .stream(r.site, r.now, limits, jobs)
+        .await
+        .map_err(|e| stream_error(config, e))?;
+    for w in &windows {
+        for f in &w.outcome.failed {
+            tracing::error!(site = %r.site.id, day = %f.key.0, part = %f.key.1, error = %f.reason, "segment part unreadable; its hours are read raw where retained");
+        }
+    }
+    tracing::debug!(
+        site = %r.site.id,
+        windows = windows.len(),
+        events = windows.iter().map(|w| w.outcome.events).sum::<u64>(),
+        ms = started.elapsed().as_millis() as u64,
+        "read streamed"
+    );
+    Ok(windows)
 }
 
-impl Watch {
-    const EVERY: u32 = 256;
-
-    fn new(deadline: Instant) -> Self {
-        Self {
-            deadline: Some(deadline),
-            seen: Cell::new(0),
-            late: Cell::new(false),
+/// A stream's error as the API answers it.
+fn stream_error(config: &Config, e: StreamError) -> ApiError {
+    match e {
+        StreamError::Late => {
+            tracing::warn!(
+                budget_ms = config.fold_budget.as_millis() as u64,
+                "a read ran past its deadline"
+            );
+            ApiError::query_timeout(config.fold_budget)
         }
-    }
-
-    fn unbounded() -> Self {
-        Self {
-            deadline: None,
-            seen: Cell::new(0),
-            late: Cell::new(false),
+        StreamError::Store(e) => e.into(),
+        StreamError::Stopped(why) => {
+            tracing::error!(error = %why, "a read stream stopped");
+            ApiError::internal()
         }
-    }
-
-    /// Whether the deadline has passed (checked every [`Watch::EVERY`]
-    /// calls).
-    fn over(&self) -> bool {
-        if self.late.get() {
-            return true;
-        }
-        let seen = self.seen.get().wrapping_add(1);
-        self.seen.set(seen);
-        if seen.is_multiple_of(Self::EVERY) && self.deadline.is_some_and(|d| Instant::now() >= d) {
-            self.late.set(true);
-        }
-        self.late.get()
     }
 }
 
-/// Runs a fold on the blocking pool with a [`Watch`] on `deadline`: its
-/// result, or 503 `query_timeout` when the deadline passed first.
-async fn off_workers<T: Send + 'static>(
-    config: &Config,
-    deadline: Instant,
-    work: impl FnOnce(&Watch) -> T + Send + 'static,
-) -> Result<T, ApiError> {
-    if Instant::now() >= deadline {
-        return Err(ApiError::query_timeout(config.fold_budget));
+/// The windows' answers merged per fold, with the rollup days added.
+fn merge(
+    r: &Request<'_>,
+    folds: &[Fold<'_>],
+    mut windows: Vec<Window>,
+    rollups: &BTreeMap<Date, Aggregate>,
+) -> Vec<Answer> {
+    let mut out = Vec::with_capacity(folds.len());
+    for (i, fold) in folds.iter().enumerate() {
+        let mut parts: Vec<scan::Answer<Bucket>> = windows
+            .iter_mut()
+            .map(|w| w.answers.get_mut(i).map(std::mem::take).unwrap_or_default())
+            .collect();
+        let chosen = match fold.props {
+            Props::Top(n) => Some(top_keys(&parts, rollups, n)),
+            Props::Keys(_) => None,
+        };
+        let mut answer = Answer::default();
+        for part in &mut parts {
+            if let Some(chosen) = &chosen {
+                keep_keys(part, chosen);
+            }
+            for (bucket, agg) in std::mem::take(&mut part.aggregates) {
+                match answer.aggregates.get_mut(&bucket) {
+                    Some(mine) => mine.merge(&agg),
+                    None => {
+                        answer.aggregates.insert(bucket, agg);
+                    }
+                }
+            }
+            if let Some(f) = part.funnel.take() {
+                let counts = answer.funnel.get_or_insert_with(|| StepCounts {
+                    visitors: vec![0; f.visitors.len()],
+                    visits: vec![0; f.visits.len()],
+                });
+                for (a, b) in counts.visitors.iter_mut().zip(&f.visitors) {
+                    *a += b;
+                }
+                for (a, b) in counts.visits.iter_mut().zip(&f.visits) {
+                    *a += b;
+                }
+            }
+        }
+        if let Some(f) = fold.funnel
+            && answer.funnel.is_none()
+        {
+            answer.funnel = Some(StepCounts {
+                visitors: vec![0; f.steps.len()],
+                visits: vec![0; f.steps.len()],
+            });
+        }
+        // The rollup days, narrowed to what the fold breaks down (the
+        // batch read them only if every fold can use them).
+        for (day, agg) in rollups {
+            let mut agg = agg.clone();
+            agg.dims.retain(|dim, _| fold.dims.contains(dim));
+            match (&fold.props, &chosen) {
+                (_, Some(keys)) => agg.props.retain(|k, _| keys.contains(k)),
+                (Props::Keys(keys), None) => agg.props.retain(|k, _| keys.contains(k)),
+                (Props::Top(_), None) => agg.props.clear(),
+            }
+            let bucket = match fold.buckets {
+                Buckets::Total => Bucket::All,
+                Buckets::Days | Buckets::Hours => Bucket::Day(*day),
+                Buckets::Interval(i) => Bucket::Day(i.day_bucket(*day, r.range)),
+            };
+            answer.aggregates.entry(bucket).or_default().merge(&agg);
+        }
+        answer.props = chosen.unwrap_or_default();
+        out.push(answer);
     }
-    let (out, late) = tokio::task::spawn_blocking(move || {
-        let watch = Watch::new(deadline);
-        let out = work(&watch);
-        // A fold that finished is whole, however late.
-        (out, watch.late.get())
-    })
-    .await
-    .map_err(|e| {
-        tracing::error!(error = %e, "a fold failed");
-        ApiError::internal()
-    })?;
-    if late {
+    out
+}
+
+/// The `n` most used property keys of the windows and the rollup days.
+fn top_keys(
+    parts: &[scan::Answer<Bucket>],
+    rollups: &BTreeMap<Date, Aggregate>,
+    n: usize,
+) -> Vec<String> {
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for agg in rollups.values() {
+        for (key, rows) in &agg.props {
+            *counts.entry(key).or_default() +=
+                rows.values().map(|m| m.pageviews + m.events).sum::<u64>();
+        }
+    }
+    for part in parts {
+        for (key, used) in &part.props.keys {
+            *counts.entry(key).or_default() += used;
+        }
+    }
+    let mut keys: Vec<(&str, u64)> = counts.into_iter().collect();
+    keys.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    keys.into_iter()
+        .take(n)
+        .map(|(k, _)| k.to_owned())
+        .collect()
+}
+
+/// Keeps a window's rows of the chosen keys; a chosen key none of its
+/// events carried is all `(none)` there, as a fold of that key would say.
+fn keep_keys(part: &mut scan::Answer<Bucket>, chosen: &[String]) {
+    let PropUse { keys, missing } = &part.props;
+    if !missing.is_empty() {
         tracing::warn!(
-            budget_ms = config.fold_budget.as_millis() as u64,
-            "a fold ran past its deadline"
+            keys = missing.len(),
+            "more property keys than the read folds: some of the most used are left out"
         );
-        return Err(ApiError::query_timeout(config.fold_budget));
     }
-    Ok(out)
+    let unseen: Vec<&String> = chosen
+        .iter()
+        .filter(|k| !keys.iter().any(|(seen, _)| seen == *k))
+        .collect();
+    for agg in part.aggregates.values_mut() {
+        agg.props.retain(|k, _| chosen.contains(k));
+        for key in &unseen {
+            agg.props
+                .insert((*key).clone(), scan::none_rows(&agg.totals));
+        }
+    }
 }
 
-/// The rollups of `[from, to]` and whether each is stale for this request:
-/// scalars for totals, dimensions for breakdowns; a goal breakdown's rollup
-/// is stale when it was computed with other goal definitions.
 /// A day's rollup as the plan weighs it.
 struct Rolled {
     aggregate: Aggregate,
@@ -463,13 +803,16 @@ struct Rolled {
     imported: bool,
 }
 
+/// The rollups of the range and whether each is stale for this batch:
+/// scalars for totals, dimensions for breakdowns; a goal breakdown's rollup
+/// is stale when it was computed with other goal definitions.
 async fn read_rollups<S: QueryStore>(
     store: &S,
     r: &Request<'_>,
-    from: Date,
-    to: Date,
+    needs: &Needs,
 ) -> Result<BTreeMap<Date, Rolled>, ApiError> {
-    if r.dims.is_empty() && r.props.is_empty() {
+    let (from, to) = (r.range.from, r.range.to);
+    if needs.dims.is_empty() && !needs.props {
         let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
         return Ok(scalars
             .into_iter()
@@ -498,9 +841,16 @@ async fn read_rollups<S: QueryStore>(
             // by a property key the day's rollup left out, needs events.
             // (A dimension the rollup lacks, computed before it existed,
             // is read from events too.)
-            let stale = (r.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
-                || r.dims.iter().any(|d| !day.aggregate.dims.contains_key(d))
-                || (day.props_cut && r.props.iter().any(|k| !day.aggregate.props.contains_key(k)));
+            let stale = (needs.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
+                || needs
+                    .dims
+                    .iter()
+                    .any(|d| !day.aggregate.dims.contains_key(d))
+                || (day.props_cut
+                    && needs
+                        .keys
+                        .iter()
+                        .any(|k| !day.aggregate.props.contains_key(k)));
             let imported = day.source == RollupSource::Imported;
             (
                 d,
@@ -524,41 +874,39 @@ pub fn total<K>(parts: &BTreeMap<K, Aggregate>) -> Aggregate {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use tally_core::aggregate::Metrics;
+    use tally_core::filter::NONE_VALUE;
+    use time::macros::date;
 
     #[test]
-    fn a_watch_looks_at_the_clock_every_few_visits_and_stays_late() {
-        let watch = Watch::new(Instant::now());
-        let calls = (1..=Watch::EVERY).take_while(|_| !watch.over()).count();
-        assert_eq!(
-            calls as u32,
-            Watch::EVERY - 1,
-            "the clock is read every {} visits",
-            Watch::EVERY
-        );
-        assert!(watch.over(), "once late, always late");
-        let unbounded = Watch::unbounded();
-        assert!((0..10 * Watch::EVERY).all(|_| !unbounded.over()));
-    }
-
-    #[tokio::test]
-    async fn a_fold_past_its_deadline_stops_and_answers_query_timeout() {
-        let config = Config {
-            fold_budget: Duration::from_millis(20),
-            ..Config::default()
-        };
-        let deadline = Instant::now() + config.fold_budget;
-        // A fold that would never end on its own.
-        let err = off_workers(&config, deadline, |watch| while !watch.over() {})
-            .await
-            .err();
-        assert_eq!(
-            err.map(|e| (e.status, e.code)),
-            Some((503, "query_timeout"))
-        );
-        let done = off_workers(&config, Instant::now() + Duration::from_secs(5), |_| 7).await;
-        assert_eq!(done, Ok(7));
+    fn top_keys_count_events_and_rollup_rows_and_unseen_keys_read_none() {
+        let mut part = scan::Answer::<Bucket>::default();
+        part.props.keys = vec![("plan".into(), 5), ("seats".into(), 2)];
+        let mut agg = Aggregate::default();
+        agg.totals.visitors = 3;
+        agg.totals.pageviews = 7;
+        agg.props.insert("plan".into(), BTreeMap::new());
+        agg.props.insert("seats".into(), BTreeMap::new());
+        part.aggregates.insert(Bucket::All, agg);
+        let mut day = Aggregate::default();
+        let rows = BTreeMap::from([(
+            "x".to_owned(),
+            Metrics {
+                pageviews: 9,
+                ..Metrics::default()
+            },
+        )]);
+        day.props.insert("color".into(), rows);
+        let rollups = BTreeMap::from([(date!(2026 - 01 - 01), day)]);
+        let chosen = top_keys(std::slice::from_ref(&part), &rollups, 2);
+        assert_eq!(chosen, vec!["color".to_owned(), "plan".to_owned()]);
+        keep_keys(&mut part, &chosen);
+        let agg = &part.aggregates[&Bucket::All];
+        assert!(!agg.props.contains_key("seats"));
+        assert_eq!(agg.props["color"][NONE_VALUE].visitors, 3);
+        assert_eq!(agg.props["color"][NONE_VALUE].pageviews, 7);
     }
 }

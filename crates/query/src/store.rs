@@ -13,7 +13,7 @@ use tally_core::plan::Plan;
 use tally_core::segment::Manifest;
 use tally_core::share::Share;
 use tally_core::site::Site;
-use tally_store::detail::Detail;
+use tally_store::detail::{Feed, StreamError, StreamLimits};
 use tally_store::rollups::{DayDims, DayScalars};
 use tally_store::sites::{ApiKeyRecord, SiteCache};
 use tally_store::{Store, StoreError};
@@ -90,14 +90,18 @@ pub trait QueryStore: Send + Sync {
         to: Date,
         now: Millis,
     ) -> impl Future<Output = Result<BTreeMap<Date, Manifest>, StoreError>> + Send;
-    /// The events a read plan names (segments and raw hours), and the plan
-    /// as carried out.
-    fn read_detail(
+    /// Streams the events each plan names (segments and raw hours) to its
+    /// work, side by side ([`Store::stream`]).
+    fn stream<T, W>(
         &self,
         site: &Site,
-        plan: Plan,
         now: Millis,
-    ) -> impl Future<Output = Result<Detail, StoreError>> + Send;
+        limits: StreamLimits,
+        jobs: Vec<(Plan, W)>,
+    ) -> impl Future<Output = Result<Vec<T>, StreamError>> + Send
+    where
+        T: Send + 'static,
+        W: FnOnce(Plan, &mut Feed) -> Result<T, StreamError> + Send + 'static;
 }
 
 /// The DynamoDB-backed query store.
@@ -200,12 +204,17 @@ impl QueryStore for DynamoQuery {
         self.store.manifests(site, from, to, now).await
     }
 
-    async fn read_detail(
+    async fn stream<T, W>(
         &self,
         site: &Site,
-        plan: Plan,
         now: Millis,
-    ) -> Result<Detail, StoreError> {
-        self.store.read_detail(site, plan, now).await
+        limits: StreamLimits,
+        jobs: Vec<(Plan, W)>,
+    ) -> Result<Vec<T>, StreamError>
+    where
+        T: Send + 'static,
+        W: FnOnce(Plan, &mut Feed) -> Result<T, StreamError> + Send + 'static,
+    {
+        self.store.stream(site, now, limits, jobs).await
     }
 }

@@ -22,10 +22,11 @@
 //! rollups are pure functions of raw events, so re-running changes nothing.
 //!
 //! Memory: compaction reads hours in waves of at most
-//! [`tally_core::compaction::EVENTS_AT_ONCE`] expected events; rollups read
-//! and fold consecutive days in batches of at most
-//! [`JobConfig::roll_events`] events ([`tally_core::rollup::day_batches`]),
-//! a busier day alone (BENCHMARKS.md, "The job's memory").
+//! [`tally_core::compaction::EVENTS_AT_ONCE`] expected events; rollups
+//! stream consecutive days, in batches of at most [`JobConfig::roll_events`]
+//! events ([`tally_core::rollup::day_batches`]), hour by hour through one
+//! scan, so they hold one day's working set, not its events
+//! (BENCHMARKS.md, "The job's memory").
 
 pub mod compact;
 pub mod handler;
@@ -39,16 +40,20 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 use tally_core::goal::Matcher;
+use tally_core::plan::Plan;
 use tally_core::plan::{self, Inputs, RollupFit};
 use tally_core::range::DateRange;
 use tally_core::rollup::{
     DEFAULT_TOP_N, DimsCut, ROLL_EVENTS_AT_ONCE, RollupSource, compile_goals, day_batches,
-    goals_fingerprint, prop_keys, roll_days,
+    goals_fingerprint, roll_answer, scan_spec,
 };
+use tally_core::scan::Scan;
 use tally_core::site::Site;
+use tally_core::stream::DayIndex;
 use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
 use tally_core::zone::{Zone, utc_date, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, Millis};
+use tally_store::detail::{Feed, StreamError, StreamLimits};
 use tally_store::rollups::{RollupMeta, RollupWrite};
 use tally_store::{Store, StoreError};
 use time::Date;
@@ -686,9 +691,10 @@ pub async fn rollup_site(
     Ok(report)
 }
 
-/// Reads and folds a batch of consecutive days and writes each one's
-/// rollup (a failed write is reported for its day). Fails if the events
-/// cannot be read.
+/// Streams a batch of consecutive days through one scan (the events the
+/// plan names, hour by hour: [`tally_store::detail`]) and writes each
+/// day's rollup (a failed write is reported for its day). Fails if the
+/// events cannot be read.
 async fn roll_batch(
     store: &Store,
     fold: &Fold<'_>,
@@ -696,13 +702,11 @@ async fn roll_batch(
     manifests: &std::collections::BTreeMap<Date, tally_core::segment::Manifest>,
     report: &mut SiteReport,
     lost: &mut Vec<Date>,
-) -> Result<(), StoreError> {
+) -> Result<(), StreamError> {
     let (Some(first), Some(last)) = (run.first(), run.last()) else {
         return Ok(());
     };
-    let Fold {
-        site, zone, now, ..
-    } = fold;
+    let Fold { site, now, .. } = fold;
     let plan = plan_of(
         fold,
         DateRange {
@@ -715,30 +719,39 @@ async fn roll_batch(
         lost.extend(run.iter().copied());
         return Ok(());
     }
-    let detail = store.read_detail(site, plan, *now).await?;
+    let (zone, goals, top_n) = (fold.zone.clone(), fold.goals.clone(), fold.config.top_n);
+    let work = move |mut plan: Plan, feed: &mut Feed| {
+        let days = DayIndex::new(&zone, plan.days.keys().copied());
+        let filter = tally_core::filter::Filter::default();
+        let mut scan = Scan::new(&zone, scan_spec(&goals, &filter, top_n), |start| {
+            days.of(start)
+        });
+        let outcome = tally_core::stream::run(&mut plan, &mut scan, feed)?;
+        Ok::<_, StreamError>((scan.finish(), outcome, plan))
+    };
+    let streamed = store
+        .stream(site, *now, StreamLimits::default(), vec![(plan, work)])
+        .await?;
+    let Some((answer, outcome, plan)) = streamed.into_iter().next() else {
+        return Ok(());
+    };
+    for f in &outcome.failed {
+        tracing::error!(site = %site.id, day = %f.key.0, part = %f.key.1, error = %f.reason, "segment part unreadable; its hours are read raw where retained");
+    }
     // Days whose events are gone (or unreadable) keep what they have.
     let answered: Vec<Date> = run
         .iter()
-        .filter(|d| detail.plan.days.contains_key(d))
+        .filter(|d| plan.days.contains_key(d))
         .copied()
         .collect();
     lost.extend(run.iter().filter(|d| !answered.contains(d)).copied());
-    let (props, props_cut) = prop_keys(&detail.events);
+    let (rolled, props_cut) = roll_answer(answer, &answered);
     let meta = RollupMeta {
         source: RollupSource::Computed,
         goals_fp: &fold.fp,
         props_cut,
         computed_at: *now,
     };
-    let rolled = roll_days(
-        &detail.events,
-        zone,
-        &answered,
-        &fold.goals,
-        &props,
-        fold.config.top_n,
-    );
-    drop(detail);
     for (day, agg) in rolled {
         match store.put_rollup(&site.id, day, &agg, &meta).await {
             Ok(RollupWrite::Written(cut)) => {
@@ -773,7 +786,7 @@ fn plan_of(
 }
 
 /// Reports days whose rollup failed.
-fn fail_days(report: &mut SiteReport, site: &Site, days: &[Date], e: &StoreError) {
+fn fail_days(report: &mut SiteReport, site: &Site, days: &[Date], e: &dyn std::fmt::Display) {
     for day in days {
         tracing::error!(site = %site.id, day = %day, error = %e, "rolling up a day failed; the site's other days go on");
         report.failed_days.push(FailedDay {

@@ -10,7 +10,8 @@
 //! - [`error`]: one error type for every store failure.
 //! - [`events`]: raw-event writes (one conditional PutItem) and hour reads.
 //! - [`segments`]: segment manifests and parts (Query, BatchGetItem, BatchWriteItem).
-//! - [`detail`]: the events a read plan names, from segments and raw hours.
+//! - [`detail`]: the events a read plan names, from segments and raw hours,
+//!   streamed in order within a byte budget to workers that scan them.
 //! - [`rollups`]: day rollups.
 //! - [`sites`]: sites and API keys, with a per-instance site cache.
 //! - [`settings`]: a site's goals and funnels.

@@ -9,10 +9,15 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
 //! cargo build --release -p tally-tests -p tally && ./target/release/tally-bench export   # `tally export` of 110k and 1.1M events: peak memory
 //! cargo build --release -p tally-tests -p tally-rollup && ./target/release/tally-bench job   # the job's peak memory for a site's busiest hour
+//! cargo build --profile perf -p tally-tests -p tally-query --bin tally-bench --bin tally-query && ./target/perf/tally-bench scale   # reads of 1, 7 and 30 busy days through the query bootstrap
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+#[path = "../../../crates/core/benches/support/day.rs"]
+mod day;
+
+use futures::StreamExt;
 use lambda_http::Body;
 use std::time::Instant;
 use tally_core::aggregate::{FoldSpec, fold};
@@ -54,8 +59,11 @@ async fn main() {
         "coldstart" => coldstart().await,
         "export" => export_bench().await,
         "job" => job_bench().await,
+        "scale" => scale_bench().await,
         _ => {
-            println!("usage: tally-bench dashboard|year|fold|segments|history|coldstart|export|job")
+            println!(
+                "usage: tally-bench dashboard|year|fold|segments|history|coldstart|export|job|scale"
+            )
         }
     }
 }
@@ -520,10 +528,20 @@ async fn segments_bench() {
         };
         let plan = tally_core::plan::events_only(&site, range, now, &manifests);
         let part_bytes: u64 = manifests.values().map(|m| m.bytes()).sum();
-        let detail = store.read_detail(&site, plan, now).await.unwrap();
+        // Every event the plan names, streamed through a sink that counts.
+        let work = |mut plan: tally_core::plan::Plan, feed: &mut tally_store::detail::Feed| {
+            let mut sink: NoScans = Vec::new();
+            Ok(tally_core::stream::run(&mut plan, &mut sink, feed)?.events)
+        };
+        let events: u64 = store
+            .stream(&site, now, Default::default(), vec![(plan, work)])
+            .await
+            .unwrap()
+            .into_iter()
+            .sum();
         println!(
             "read the day from {what}: {} events in {:.1} s, {} requests ({:?}), {:.1} read units{}",
-            detail.events.len(),
+            events,
             t.elapsed().as_secs_f64(),
             h.counter.total(),
             h.counter.by_operation(),
@@ -536,6 +554,9 @@ async fn segments_bench() {
         );
     }
 }
+
+/// No scan at all: a stream's sink that only counts what it reads.
+type NoScans = Vec<tally_core::scan::Scan<'static, u8, fn(i64) -> Option<u8>>>;
 
 /// DynamoDB's size of an item: each attribute's name and value.
 fn item_size(item: &tally_store::item::Item) -> usize {
@@ -879,6 +900,232 @@ async fn job_bench() {
             report["compaction"]["events"],
             report["failed"],
         );
+    }
+}
+
+/// `tally-bench scale`: reads of many busy days through the query
+/// function's own `bootstrap` (started against the emulated Lambda runtime
+/// API, `tests/src/runtime_api.rs`, and the embedded store behind a proxy
+/// that counts requests and the units the store reports), peak RSS read
+/// from the child's `VmHWM`.
+///
+/// The data: the deterministic busy day of the core bench
+/// (`crates/core/benches/support/day.rs`, ~1.1 M events, other seeds for
+/// other days, each UTC day's own 24 hours), compacted as the job does
+/// (`encode_hour`, `pack`, a packed manifest) and written as segments, the
+/// last day two days ago; no rollups, so every report reads events.
+/// `TALLY_BENCH_DAYS` (default `1,7,30`) lists the ranges read, ending on
+/// the last day; `TALLY_QUERY_BINS` (default
+/// `after=target/perf/tally-query`) the binaries, `label=path` comma
+/// separated, each run on every request (the bodies' digests say whether
+/// they answered alike); `TALLY_BENCH_REQUESTS` narrows the requests
+/// (`stats,breakdown,hourly,dashboard`).
+async fn scale_bench() {
+    use tally_core::segment::{HourEntry, Manifest, PartRef, hash_label, hour_label, pack};
+    use tally_store::clock::{Clock, SystemClock};
+    let ranges: Vec<i64> = std::env::var("TALLY_BENCH_DAYS")
+        .unwrap_or_else(|_| "1,7,30".into())
+        .split(',')
+        .filter_map(|d| d.trim().parse().ok())
+        .collect();
+    let bins: Vec<(String, String)> = std::env::var("TALLY_QUERY_BINS")
+        .unwrap_or_else(|_| "after=target/perf/tally-query".into())
+        .split(',')
+        .filter_map(|b| b.split_once('='))
+        .map(|(l, p)| (l.to_owned(), p.to_owned()))
+        .collect();
+    let wanted = std::env::var("TALLY_BENCH_REQUESTS")
+        .unwrap_or_else(|_| "stats,breakdown,hourly,dashboard".into());
+    let days = ranges.iter().copied().max().unwrap_or(1);
+    let h = Harness::start().await;
+    let proxy = tally_tests::faults::FaultProxy::start(&h.endpoint).await;
+    let store = batch_store(&h).await;
+    let now = SystemClock.now();
+    let last = tally_core::zone::utc_date(now) - time::Duration::days(2);
+    let first = last - time::Duration::days(days - 1);
+    let site = {
+        let mut s = Site::new(
+            "scale.example",
+            &["scale.example".into()],
+            "UTC",
+            utc_midnight(first) - DAY_MS,
+        )
+        .unwrap();
+        s.retention_days = 7;
+        s
+    };
+    store.create_site(&site).await.unwrap();
+    let key = tally_core::auth::key_from_bytes(&site.id, &[7; 20]);
+    tally_tests::put_key(&store, &site.id, &key).await;
+
+    // Generate and compact the days, two at a time, and store them.
+    let t = Instant::now();
+    let made = futures::stream::iter(0..days)
+        .map(|d| {
+            tokio::task::spawn_blocking(move || {
+                let date = first + time::Duration::days(d);
+                let start = utc_midnight(date);
+                let traffic = day::Day::new(start, 1_100_000, 7 + d as u64);
+                let hours: Vec<_> = traffic
+                    .blocks()
+                    .into_iter()
+                    .filter(|b| b.hour >= start && b.hour < start + DAY_MS)
+                    .collect();
+                let parts = pack(start, &hours);
+                let manifest = Manifest {
+                    hours: hours
+                        .iter()
+                        .map(|b| {
+                            let hh = u8::try_from((b.hour - start) / HOUR_MS).unwrap();
+                            let entry = HourEntry {
+                                hash: hash_label(b.hash),
+                                events: b.events,
+                            };
+                            (hour_label(hh), entry)
+                        })
+                        .collect(),
+                    parts: parts
+                        .iter()
+                        .map(|p| PartRef {
+                            id: p.id.clone(),
+                            first: p.first,
+                            last: p.last,
+                            bytes: p.bytes.len() as u32,
+                        })
+                        .collect(),
+                    packed: true,
+                    version: 1,
+                    written_at: start + DAY_MS,
+                };
+                (date, manifest, parts)
+            })
+        })
+        .buffered(2);
+    futures::pin_mut!(made);
+    let (mut events, mut bytes) = (0u64, 0u64);
+    while let Some(made) = made.next().await {
+        let (date, manifest, parts) = made.unwrap();
+        let refs: Vec<&tally_core::segment::Part> = parts.iter().collect();
+        store.put_parts(&site.id, date, &refs, None).await.unwrap();
+        store
+            .put_manifest(&site.id, date, &manifest, None, None)
+            .await
+            .unwrap();
+        events += manifest.events();
+        bytes += manifest.bytes();
+    }
+    println!(
+        "{days} days of segments: {events} events, {bytes} bytes of parts, stored in {:.0} s; the last day {}",
+        t.elapsed().as_secs_f64(),
+        tally_core::zone::format_date(last)
+    );
+
+    let template: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("infra/events/query-stats.json").unwrap())
+            .unwrap();
+    let env = vec![
+        ("DYNAMODB_ENDPOINT", proxy.endpoint.clone()),
+        ("TABLE_NAME", "tally".to_owned()),
+    ];
+    println!(
+        "| days | request | binary | status | time | peak RSS | requests | read units | body |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for d in ranges {
+        let from = tally_core::zone::format_date(last - time::Duration::days(d - 1));
+        let to = tally_core::zone::format_date(last);
+        let range = [
+            ("period", "custom"),
+            ("from", from.as_str()),
+            ("to", to.as_str()),
+        ];
+        let with = |more: &[(&'static str, &'static str)]| {
+            let mut q: Vec<(&str, &str)> = range.to_vec();
+            q.extend_from_slice(more);
+            q.into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect::<Vec<(String, String)>>()
+        };
+        let requests = [
+            ("stats", "stats", with(&[("filters", "country==DE")])),
+            (
+                "breakdown",
+                "breakdown/page",
+                with(&[("filters", "country==DE"), ("limit", "10")]),
+            ),
+            ("hourly", "timeseries", with(&[("interval", "hour")])),
+            ("dashboard", "dashboard", with(&[])),
+        ];
+        for (name, path, query) in requests {
+            if !wanted.split(',').any(|w| w == name) {
+                continue;
+            }
+            let mut event = template.clone();
+            let full = format!("/api/sites/{}/{path}", site.id);
+            event["rawPath"] = full.clone().into();
+            event["rawQueryString"] = query
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.replace('=', "%3D")))
+                .collect::<Vec<_>>()
+                .join("&")
+                .into();
+            event["queryStringParameters"] = query
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.clone())))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+            event["requestContext"]["http"]["path"] = full.clone().into();
+            event["pathParameters"]["proxy"] = full.trim_start_matches("/api/").into();
+            event["headers"]["authorization"] = format!("Bearer {key}").into();
+            for (label, binary) in &bins {
+                proxy.reset_counts();
+                let run = tally_tests::runtime_api::cold_start(
+                    binary,
+                    &env,
+                    &event.to_string(),
+                    std::time::Duration::from_secs(300),
+                )
+                .await;
+                let ops = proxy.operations.lock().unwrap().clone();
+                let requests = proxy.seen.load(std::sync::atomic::Ordering::SeqCst);
+                match run {
+                    Ok(run) => {
+                        let response: serde_json::Value =
+                            serde_json::from_str(&run.response).unwrap_or_default();
+                        let body = response["body"].as_str().unwrap_or_default();
+                        let digest = {
+                            use std::hash::{Hash, Hasher};
+                            let mut h = std::collections::hash_map::DefaultHasher::new();
+                            body.hash(&mut h);
+                            format!("{:012x}", h.finish() >> 16)
+                        };
+                        let error = serde_json::from_str::<serde_json::Value>(body)
+                            .ok()
+                            .and_then(|b| b["error"].as_str().map(str::to_owned))
+                            .unwrap_or_default();
+                        println!(
+                            "| {d} | {name} | {label} | {}{} | {:.2} s | {:.0} MB | {requests} ({}) | {:.1} | {digest} |",
+                            response["statusCode"],
+                            if error.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" {error}")
+                            },
+                            (run.first_response - run.init).as_secs_f64(),
+                            run.peak_rss_kib as f64 / 1024.0,
+                            ops.iter()
+                                .map(|(op, n)| format!("{n} {op}"))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            proxy.units(),
+                        );
+                    }
+                    Err(e) => {
+                        println!("| {d} | {name} | {label} | no answer: {e} | | | {requests} | | |")
+                    }
+                }
+            }
+        }
     }
 }
 

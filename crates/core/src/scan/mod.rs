@@ -220,12 +220,17 @@ struct Sink<'a, K, B> {
     dicts: Dicts,
     engine: Engine<'a>,
     days: BTreeMap<Date, Day<K>>,
+    /// Days whose visits are left out ([`Scan::forget_day`]).
+    forgotten: BTreeSet<Date>,
 }
 
 impl<K: Ord + Copy, B: Fn(Millis) -> Option<K>> Sink<'_, K, B> {
     /// A visit is complete: encoded into its day, if its bucket is wanted.
     fn close(&mut self, v: &VisitView<'_>, day: Date, day_end: Millis) {
         let Some(first) = v.rows.first() else { return };
+        if !self.forgotten.is_empty() && self.forgotten.contains(&day) {
+            return;
+        }
         let Some(k) = (self.bucket)(first.ts) else {
             return;
         };
@@ -279,6 +284,7 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
                 dicts,
                 engine,
                 days: BTreeMap::new(),
+                forgotten: BTreeSet::new(),
             },
             top: spec.top_props,
             days_of: DayCache::new(zone),
@@ -352,6 +358,16 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
             }
             None => false,
         }
+    }
+
+    /// Leaves out every visit that starts on local day `day` (say, a day
+    /// some of whose hours cannot be read): its visits encoded so far are
+    /// freed and later ones are skipped. Call it before the stream passes
+    /// the day's end (a day already counted stays in the answer). Whether
+    /// the day had visits encoded.
+    pub fn forget_day(&mut self, day: Date) -> bool {
+        self.sink.forgotten.insert(day);
+        self.sink.days.remove(&day).is_some()
     }
 
     /// Says that every event before `hour + 1 h` has been pushed: the
@@ -575,21 +591,26 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
                 if agg.props.contains_key(*key) || missing.iter().any(|m| m == key) {
                     continue;
                 }
-                let t = &agg.totals;
-                let none = Metrics {
-                    visitors: t.visitors,
-                    visits: t.visits,
-                    pageviews: t.pageviews,
-                    events: t.events,
-                    ..Metrics::default()
-                };
-                let rows = BTreeMap::from([(crate::filter::NONE_VALUE.to_owned(), none)]);
-                agg.props.insert((*key).to_owned(), rows);
+                agg.props.insert((*key).to_owned(), none_rows(&agg.totals));
             }
             absorb(self.out.entry(k).or_default(), agg);
         }
         missing
     }
+}
+
+/// The rows of a property key none of a bucket's events carried: one
+/// `(none)` row with its counted page views and custom events, which every
+/// visit counted has (what a fold of that key answers).
+pub fn none_rows(totals: &Metrics) -> BTreeMap<String, Metrics> {
+    let none = Metrics {
+        visitors: totals.visitors,
+        visits: totals.visits,
+        pageviews: totals.pageviews,
+        events: totals.events,
+        ..Metrics::default()
+    };
+    BTreeMap::from([(crate::filter::NONE_VALUE.to_owned(), none)])
 }
 
 /// Adds an aggregate into another, moving its rows.
