@@ -93,7 +93,7 @@ pub const CASE_KEYS: &[&str] = &[
 /// The keys a step may have.
 pub const STEP_KEYS: &[&str] = &[
     "get", "v2", "post", "key", "site_id", "on", "ua", "headers", "at", "status", "body", "text",
-    "results", "rows", "disjoint", "match", "contains", "absent", "lengths", "dropped", "stored",
+    "results", "equals", "rows", "disjoint", "match", "contains", "absent", "lengths", "dropped", "stored",
     "count", "visitors",
 ];
 
@@ -269,6 +269,9 @@ pub struct Step {
     /// The body's `results`.
     #[serde(default)]
     pub results: Option<Value>,
+    /// JSON pointer -> the value there (`List.first(results) == …`).
+    #[serde(default)]
+    pub equals: BTreeMap<String, Value>,
     /// The body's `results` share no row with the previous step's.
     #[serde(default)]
     pub disjoint: bool,
