@@ -93,8 +93,8 @@ pub const CASE_KEYS: &[&str] = &[
 /// The keys a step may have.
 pub const STEP_KEYS: &[&str] = &[
     "get", "v2", "post", "key", "site_id", "on", "ua", "headers", "at", "status", "body", "text",
-    "results", "equals", "rows", "disjoint", "match", "contains", "absent", "lengths", "dropped", "stored",
-    "count", "visitors",
+    "results", "equals", "rows", "disjoint", "match", "contains", "absent", "lengths", "dropped",
+    "stored", "count", "visitors",
 ];
 
 /// The causes a failing case may name (the table, plus `misc`).

@@ -23,6 +23,10 @@ const DEFAULT_NOW: &str = "2026-06-15 12:00:00";
 /// of its own).
 pub struct Rig {
     pub h: Harness,
+    /// The handlers' store: the harness's table through a client with the
+    /// batch timeouts, so that a case reading a year of raw hours does not
+    /// time out another case's requests on the shared server.
+    store: tally_store::Store,
     ingest: DynamoIngest,
     query: DynamoQuery,
     /// A site and key that are not the case's (`key: other`).
@@ -32,16 +36,22 @@ pub struct Rig {
 impl Rig {
     pub async fn new() -> Self {
         let h = Harness::start().await;
+        let store = tally_store::Store::connect(
+            &tally_store::ClientOptions::local(&h.endpoint).for_batch(),
+            "tally",
+        )
+        .await;
         let other = Site::new("other.conformance", &["other.example".into()], "UTC", 0).unwrap();
-        h.store.create_site(&other).await.unwrap();
-        let other_key = tally_tests::new_key(&h.store, &other.id, 9).await;
+        store.create_site(&other).await.unwrap();
+        let other_key = tally_tests::new_key(&store, &other.id, 9).await;
         let ingest = DynamoIngest::new(
-            h.store.clone(),
+            store.clone(),
             tally_store::salt::SharedSalt::new(tally_store::salt::random_secret()),
         );
-        let query = DynamoQuery::new(h.store.clone());
+        let query = DynamoQuery::new(store.clone());
         Self {
             h,
+            store,
             ingest,
             query,
             other: (other.id, other_key),
@@ -105,11 +115,17 @@ pub async fn case(
         // Reads come from raw events (no job runs), kept as long as a
         // site may keep them, so fixtures of any age stay readable.
         site.retention_days = tally_core::site::MAX_RETENTION_DAYS;
-        rig.h.store.create_site(&site).await.unwrap();
-        keys.push(tally_tests::new_key(&rig.h.store, id, 7).await);
+        rig.store
+            .create_site(&site)
+            .await
+            .map_err(|e| format!("site: {e}"))?;
+        keys.push(tally_tests::new_key(&rig.store, id, 7).await);
         for (i, g) in c.site.goals.iter().enumerate() {
             let goal = goal(i, g)?;
-            rig.h.store.put_goal(id, &goal).await.unwrap();
+            rig.store
+                .put_goal(id, &goal)
+                .await
+                .map_err(|e| format!("goal: {e}"))?;
         }
     }
     let mut ctx = Ctx {
@@ -379,11 +395,10 @@ async fn overwrite(
             None => item.remove(attribute),
         };
     }
-    rig.h
-        .store
+    rig.store
         .client()
         .put_item()
-        .table_name(rig.h.store.table())
+        .table_name(rig.store.table())
         .set_item(Some(item))
         .send()
         .await

@@ -14,8 +14,9 @@
 //!   viewer headers (ingest behind CloudFront), the only way a request
 //!   gives Tally a place;
 //! - `referrer`, `referrer_source`, `utm_*`, `click_id_param`: the
-//!   referrer and the landing URL's query (a source no referrer gives is
-//!   sent as `?ref=`, which Plausible's ingest reads the same way);
+//!   referrer and the landing URL's query (a source without a referrer is
+//!   sent as a referrer Tally names so, or a host's page; one no referrer
+//!   gives as `?ref=`, which Plausible's ingest reads the same way);
 //! - `hostname`, `pathname`: the URL (Plausible's factory gives each event
 //!   another host, `example-N.com`; so does this);
 //! - props, revenue, `interactive`, an engagement's time and scroll depth:
@@ -60,6 +61,23 @@ const SOURCE_REFERRERS: &[(&str, &str)] = &[
     ("Yahoo!", "https://search.yahoo.com/"),
     ("Ecosia", "https://www.ecosia.org/"),
     ("Baidu", "https://www.baidu.com/"),
+    ("TikTok", "https://www.tiktok.com/"),
+    ("Vimeo", "https://vimeo.com/"),
+    ("Instagram", "https://www.instagram.com/"),
+    ("Perplexity", "https://perplexity.ai/"),
+    ("Microsoft Teams", "https://statics.teams.cdn.office.net/"),
+    ("Wikipedia", "https://en.wikipedia.org/"),
+    ("Brave", "https://search.brave.com/"),
+    ("Yandex", "https://yandex.ru/"),
+    ("Discord", "https://discord.com/"),
+    ("Telegram", "https://t.me/"),
+    ("Sogou", "https://www.sogou.com/"),
+    ("Linktree", "https://linktr.ee/"),
+    ("Gmail", "https://mail.google.com/"),
+    ("Slack", "https://app.slack.com/"),
+    ("GitHub", "https://github.com/"),
+    ("Vkontakte", "https://vk.com/"),
+    ("Threads", "https://www.threads.net/"),
 ];
 
 /// GeoNames ids of Plausible's fixtures and the city CloudFront names.
@@ -105,10 +123,12 @@ pub fn request(site: &str, f: &Fixture, at: Millis, n: usize, anon: &mut u32) ->
     });
     if let Some(source) = f.referrer_source.as_deref().filter(|s| !s.is_empty()) {
         if referrer.is_none() && f.utm_source.is_none() {
+            // A known name's referrer, or a host's own page.
             referrer = SOURCE_REFERRERS
                 .iter()
                 .find(|(name, _)| *name == source)
-                .map(|(_, url)| (*url).to_owned());
+                .map(|(_, url)| (*url).to_owned())
+                .or_else(|| source.contains('.').then(|| format!("https://{source}/")));
         }
         let page = format!("https://{host}/");
         let named = named_source(referrer.as_deref(), &page, &query);
