@@ -6,19 +6,22 @@ Usage (from the repository root; each input is optional, only the files of
 the inputs given are rewritten):
 
     python3 infra/scripts/gen_source_tables.py \
-        --referers  PATH/referer-parser/resources/referers.yml \
+        --matomo    PATH/searchengine-and-social-list \
         --custom    PATH/plausible-analytics/priv/custom_sources.json \
         --ga4       PATH/plausible-analytics/priv/ga4-source-categories.csv \
         --spam      PATH/referrer-spam-list/spammers.txt \
-        --note "referer-parser b70173e (2025-11-25), ..."
+        --note "matomo-org/searchengine-and-social-list 3b3a82dc83cd (2026-07-15), ..."
 
 Inputs (see crates/core/data/README.md for where each comes from and its
 licence):
-  * referers.yml  - snowplow-referer-parser's database (the one Plausible
-                    reads through RefInspector): every `domains` entry of
-                    every medium except `chatbot` (Plausible's copy has no
-                    such section: chatgpt.com is "chatgpt.com" there; the
-                    assistants are named in tally_sources.tsv instead).
+  * searchengine-and-social-list - Matomo's search-engine and social-network
+                    definitions (CC0-1.0): a checkout of the repository or
+                    the npm package of the same name, read for its
+                    SearchEngines.yml (every `urls` entry of every
+                    configuration) and Socials.yml. AIAssistants.yml is left
+                    out: Plausible names those hosts by its own tests (see
+                    tally_sources.tsv), and unnamed assistants keep their
+                    host, as in Plausible.
   * custom_sources.json - Plausible's own host and utm_source aliases.
   * ga4-source-categories.csv - GA4's source categories as Plausible ships
                     them.
@@ -27,7 +30,7 @@ licence):
 The outputs are plain text, sorted, one entry a line, `#` lines are
 comments: tally-core's build script (crates/core/build.rs) turns them into
 sorted static tables at compile time, so nothing is parsed at start-up.
-Needs PyYAML for --referers (`pip install pyyaml`). No network access: fetch
+Needs PyYAML for --matomo (`pip install pyyaml`). No network access: fetch
 the inputs first.
 """
 
@@ -39,9 +42,9 @@ import sys
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "crates", "core", "data")
 
-# referers.yml media kept (chatbot: see the module docstring).
-MEDIA = ("unknown", "email", "social", "search", "paid")
-
+# Matomo's lists read, in this order (the first entry of a host and path
+# wins), with the kind written beside each row.
+MATOMO = (("SearchEngines.yml", "search"), ("Socials.yml", "social"))
 
 def write(name, header, rows):
     path = os.path.normpath(os.path.join(DATA, name))
@@ -60,28 +63,60 @@ def clean(text):
     return text
 
 
-def referers(path, note):
-    import yaml  # only needed here
+def matomo_host(url):
+    """A Matomo `urls` entry as (host, path prefix): lower case, without a
+    leading `www.` (the classifier strips it from referrers and matches
+    parent domains), `{}` kept as the country placeholder, Matomo's
+    `android-app//APP/PATH` form read as the app's host and path."""
+    url = clean(str(url)).lower()
+    if url.startswith("android-app//"):
+        url = url[len("android-app//") :]
+    host, _, path_ = url.partition("/")
+    if host.startswith("www.") and host.count(".") > 1:
+        host = host[4:]
+    path_ = "/" + path_ if path_ else ""
+    if not host or any(c.isspace() for c in host):
+        raise SystemExit(f"unusable host {url!r}")
+    return host, path_
 
-    with open(path, encoding="utf-8") as f:
-        db = yaml.safe_load(f)
+
+def matomo(path, note):
+    import yaml  # only needed here
+    from urllib.parse import unquote
+
     rows = {}
-    for medium in MEDIA:
-        for name, entry in (db.get(medium) or {}).items():
-            for domain in entry.get("domains") or []:
-                domain = clean(str(domain)).lower()
-                host, _, path_ = domain.partition("/")
-                path_ = "/" + path_ if path_ else ""
-                # The first entry of a host and path wins, as in the file.
-                rows.setdefault((host, path_), (clean(str(name)), medium))
-    out = [(h, p, n, m) for (h, p), (n, m) in sorted(rows.items())]
+    for file, kind in MATOMO:
+        with open(os.path.join(path, file), encoding="utf-8") as f:
+            db = yaml.safe_load(f)
+        for name, entry in db.items():
+            # Names are written URL-encoded where a character is special to
+            # Matomo's icon file names (`Google%2B`).
+            name = clean(unquote(str(name)))
+            # SearchEngines.yml: a list of configurations with `urls`;
+            # Socials.yml: a list of hosts.
+            urls = (
+                [u for conf in entry for u in conf.get("urls") or []]
+                if kind == "search"
+                else entry
+            )
+            for url in urls:
+                key = matomo_host(url)
+                if key in rows and rows[key][0] != name:
+                    print(
+                        f"{file}: {key[0]}{key[1]} is {rows[key][0]!r} already, not {name!r}",
+                        file=sys.stderr,
+                    )
+                rows.setdefault(key, (name, kind))
+    out = [(h, p, n, k) for (h, p), (n, k) in sorted(rows.items())]
     write(
-        "referers.tsv",
+        "matomo_sources.tsv",
         [
-            "Referrer host -> source name, from snowplow-referer-parser's referers.yml.",
+            "Referrer host -> source name, from Matomo's search-engine and social lists",
+            "(matomo-org/searchengine-and-social-list SearchEngines.yml, Socials.yml; CC0-1.0).",
             f"Source: {note or path}",
-            "Regenerate: python3 infra/scripts/gen_source_tables.py --referers PATH (see README.md).",
-            "Columns: host, path prefix (empty: any), source name, referer-parser medium.",
+            "Regenerate: python3 infra/scripts/gen_source_tables.py --matomo PATH (see README.md).",
+            "Columns: host (lower case, no www.; {} stands for a country code or",
+            "country-code domain), path prefix (empty: any), source name, list (search, social).",
         ],
         out,
     )
@@ -153,16 +188,16 @@ def spam(path, note):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--referers")
+    p.add_argument("--matomo", help="a checkout of searchengine-and-social-list")
     p.add_argument("--custom")
     p.add_argument("--ga4")
     p.add_argument("--spam")
     p.add_argument("--note", default="", help="provenance written into the files")
     a = p.parse_args()
-    if not (a.referers or a.custom or a.ga4 or a.spam):
+    if not (a.matomo or a.custom or a.ga4 or a.spam):
         p.error("give at least one input")
-    if a.referers:
-        referers(a.referers, a.note)
+    if a.matomo:
+        matomo(a.matomo, a.note)
     if a.custom:
         custom(a.custom, a.note)
     if a.ga4:

@@ -5,9 +5,10 @@
 //! - [`bot`]: user agent -> bot kind (dropped at ingest); referrer spam.
 //! - [`referrer`]: referrer URL + UTM parameters + click ids -> source name
 //!   and channel, as Plausible computes them.
-//! - [`sources`]: the compiled-in source tables (referer-parser's hosts,
-//!   Plausible's aliases, GA4's source categories, Matomo's referrer-spam
-//!   list), generated at build time from `crates/core/data/`.
+//! - [`sources`]: the compiled-in source tables (Matomo's search-engine and
+//!   social hosts, Plausible's aliases and names, GA4's source categories,
+//!   Matomo's referrer-spam list), generated at build time from
+//!   `crates/core/data/`.
 //! - [`geo`]: IANA time zone -> ISO 3166 country, country names.
 //!
 //! Everything here is pure and cheap (a few microseconds per event) and reads

@@ -7,12 +7,15 @@
 //!    `Facebook`, `google` -> `Google`, `ig` -> `Instagram`), else kept as
 //!    given (`betalist`, `Newsletter-UK`).
 //! 2. Else a referrer is a source when its host is not the page's own
-//!    (ignoring `www.`, case, a port) nor `localhost`: referer-parser's name
-//!    for it ([`sources::referer_name`]: `www.google.co.uk` -> `Google`,
-//!    `search.yahoo.com` -> `Yahoo!`), else its host without `www.`
-//!    (`android-app://` kept for app referrers), then mapped through the
-//!    names table (`perplexity.ai` -> `Perplexity`, `ntp.msn.com` ->
-//!    `Bing`). Only http, https and android-app referrers count.
+//!    (ignoring `www.`, case, a port) nor `localhost`: the name Plausible's
+//!    or Tally's table gives its host (`ntp.msn.com` -> `Bing`,
+//!    `mail.google.com` -> `Gmail`), else the name Matomo's search-engine
+//!    and social lists give it ([`sources::host_name`]: `www.google.co.uk`
+//!    -> `Google`, `search.yahoo.com` -> `Yahoo!`), else its host without
+//!    `www.` (`android-app://` kept for app referrers), then mapped through
+//!    the names table, which holds Plausible's spelling (`YouTube` ->
+//!    `Youtube`, `perplexity.ai` -> `Perplexity`). Only http, https and
+//!    android-app referrers count.
 //! 3. Else the visit is Direct ([`DIRECT`]).
 //!
 //! **Channel** ([`channel`]): GA4's default channel grouping as Plausible
@@ -332,13 +335,13 @@ fn source_name(referrer: Option<&Url>, page_host: &str, utm: &Utm) -> Option<Str
     }
     let url = referrer.filter(|r| is_referral(r, page_host))?;
     let host = valid_host(url)?;
-    // A host Plausible's or Tally's own table names wins (they agree with
-    // referer-parser wherever both name a host, but for Tally's additions
-    // under a listed domain: gemini.google.com).
+    // A host Plausible's or Tally's own table names wins over Matomo's lists
+    // (a host under a listed domain: mail.google.com, gemini.google.com; a
+    // host Plausible names otherwise: chatgpt.com).
     if let Some(name) = sources::name_for(strip_www(&host)) {
         return Some(name.to_owned());
     }
-    let name = match sources::referer_name(&host, url.path()) {
+    let name = match sources::host_name(&host, url.path()) {
         Some(name) => name.to_owned(),
         None => referrer_host_label(url, &host),
     };
@@ -404,20 +407,20 @@ pub fn referrer_host(url: &Url) -> Option<String> {
     (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
-/// The name referer-parser (or a custom entry) gives a host, any case, with
-/// or without `www.`: `"www.google.co.uk"` -> `"Google"`,
-/// `"perplexity.ai"` -> `"Perplexity"`; `None` for unknown hosts.
+/// The name a referrer host has, any case, with or without `www.`, looked
+/// up as a referrer's ([`classify`]): `"www.google.co.uk"` -> `"Google"`,
+/// `"mail.google.com"` -> `"Gmail"`, `"perplexity.ai"` -> `"Perplexity"`;
+/// `None` for unknown hosts.
 pub fn known_referrer(host: &str) -> Option<String> {
     let host = host.trim().to_ascii_lowercase();
     let host = host.strip_suffix('.').unwrap_or(&host);
     if host.is_empty() {
         return None;
     }
-    let name = match sources::referer_name(host, "/") {
-        Some(name) => name,
-        None => sources::name_for(strip_www(host))?,
-    };
-    Some(mapped(name))
+    if let Some(name) = sources::name_for(strip_www(host)) {
+        return Some(name.to_owned());
+    }
+    sources::host_name(host, "/").map(mapped)
 }
 
 /// Plausible's acquisition channel of a visit from its source name (`""`
@@ -898,8 +901,8 @@ mod tests {
         assert!(rows.len() >= 100);
     }
 
-    /// Tally's own additions (tally_sources.tsv) and names referer-parser
-    /// gives that Plausible's tests do not state.
+    /// Tally's own additions (tally_sources.tsv) and names Matomo's lists
+    /// give that Plausible's tests do not state.
     #[test]
     #[rustfmt::skip]
     fn other_known_referrers() {
@@ -924,7 +927,15 @@ mod tests {
             ("https://grok.com/", "Grok", AiAssistants),
             ("https://www.phind.com/search", "Phind", AiAssistants),
             ("https://teams.microsoft.com/", "Microsoft Teams", OrganicSocial),
-            ("https://outlook.live.com/mail/0/", "Outlook.com", Referral),
+            // "Outlook.com" in the GPL list this replaced; Matomo's lists
+            // name no webmail, and no Plausible test names it.
+            ("https://outlook.live.com/mail/0/", "outlook.live.com", Referral),
+            ("https://yandex.ru/search/?text=x", "Yandex", OrganicSearch),
+            ("https://de.search.yahoo.com/search?p=x", "Yahoo!", OrganicSearch),
+            ("https://www.google.de/imgres?imgurl=x", "Google Images", Referral),
+            ("https://www.google.fr/products", "Google Shopping", OrganicShopping),
+            ("https://duckduckgo.com/", "DuckDuckGo", OrganicSearch),
+            ("https://www.reddit.com/r/rust", "Reddit", OrganicSocial),
             ("https://www.producthunt.com/posts/x", "producthunt.com", Referral),
             ("https://www.youtube.com/watch?v=1", "Youtube", OrganicVideo),
             ("android-app://com.google.android.gm", "Gmail", Email),
@@ -1181,5 +1192,30 @@ mod tests {
         println!(
             "first call {first_call:?} ({first:?}), then {per_call:?} a call (URL parsing included), {total}"
         );
+        println!(
+            "tables {:?} (referrer rows, names, categories, paid, spam): {} bytes",
+            sources::table_sizes(),
+            table_bytes()
+        );
+    }
+
+    /// Bytes of the compiled-in tables: their entries plus the text each
+    /// entry points to (a string the linker shares is counted per use).
+    fn table_bytes() -> usize {
+        use sources::{CATEGORIES, HOSTS, NAMES, PAID_SOURCES, SPAM};
+        let text = |s: &[&str]| s.iter().map(|t| t.len()).sum::<usize>();
+        std::mem::size_of_val(HOSTS)
+            + HOSTS
+                .iter()
+                .map(|(h, p, n)| text(&[h, p, n]))
+                .sum::<usize>()
+            + std::mem::size_of_val(NAMES)
+            + NAMES.iter().map(|(k, n)| text(&[k, n])).sum::<usize>()
+            + std::mem::size_of_val(CATEGORIES)
+            + CATEGORIES.iter().map(|(s, _)| s.len()).sum::<usize>()
+            + std::mem::size_of_val(PAID_SOURCES)
+            + text(PAID_SOURCES)
+            + std::mem::size_of_val(SPAM)
+            + text(SPAM)
     }
 }

@@ -44,21 +44,25 @@ pub fn name_for(key: &str) -> Option<&'static str> {
         .map(|i| NAMES[i].1)
 }
 
-/// The referer-parser name of a referrer, from its host (lower case) and
-/// path: the entry of the longest matching host suffix (the host itself or
-/// a parent domain at a label boundary), among its rows the longest path
-/// prefix the referrer's path starts with.
-pub fn referer_name(host: &str, path: &str) -> Option<&'static str> {
+/// The listed name of a referrer (Matomo's search-engine and social
+/// lists), from its host (lower case) and path: the host itself, else its
+/// parent domains at label boundaries, the first with a matching row wins.
+/// At each level a row of the host as written wins over a row with Matomo's
+/// country placeholder `{}` (`google.{}` matches `google.de`,
+/// `google.co.uk`, `google.com.br`; `{}.search.yahoo.com` matches
+/// `de.search.yahoo.com`), and among a host's rows the longest path prefix
+/// the referrer's path starts with (`google.de/imgres` -> Google Images).
+pub fn host_name(host: &str, path: &str) -> Option<&'static str> {
+    let mut buf = [0u8; MAX_HOST];
     let mut candidate = host;
     loop {
         if !candidate.is_empty() {
-            let start = REFERERS.partition_point(|(h, _, _)| *h < candidate);
-            let best = REFERERS[start..]
-                .iter()
-                .take_while(|(h, _, _)| *h == candidate)
-                .filter(|(_, p, _)| path.starts_with(p))
-                .max_by_key(|(_, p, _)| p.len());
-            if let Some((_, _, name)) = best {
+            if let Some(name) = best_row(candidate, path) {
+                return Some(name);
+            }
+            if let Some(name) =
+                with_placeholders(candidate, &mut buf).and_then(|lossy| best_row(lossy, path))
+            {
                 return Some(name);
             }
         }
@@ -67,6 +71,68 @@ pub fn referer_name(host: &str, path: &str) -> Option<&'static str> {
             None => return None,
         }
     }
+}
+
+/// The name of `host`'s row with the longest path prefix `path` starts
+/// with.
+fn best_row(host: &str, path: &str) -> Option<&'static str> {
+    let start = HOSTS.partition_point(|(h, _, _)| *h < host);
+    HOSTS[start..]
+        .iter()
+        .take_while(|(h, _, _)| *h == host)
+        .filter(|(_, p, _)| path.starts_with(p))
+        .max_by_key(|(_, p, _)| p.len())
+        .map(|(_, _, name)| *name)
+}
+
+/// The longest host name (253 characters, and a little room).
+const MAX_HOST: usize = 256;
+
+/// Matomo's lossy form of a host (its `UrlHelper::getLossyUrl`), written
+/// into `buf`: a trailing country code, with a `com`, `org`, `net`, `co`,
+/// `it` or `edu` label before it, becomes `{}` (`google.co.uk` ->
+/// `google.{}`), and so does every other label that is a country code
+/// (`de.search.yahoo.com` -> `{}.search.yahoo.com`). A country code is two
+/// ASCII letters (every two-letter top-level domain is a country's).
+/// `None` when nothing changes or the host is too long.
+fn with_placeholders<'a>(host: &str, buf: &'a mut [u8; MAX_HOST]) -> Option<&'a str> {
+    let is_country =
+        |label: &str| label.len() == 2 && label.bytes().all(|b| b.is_ascii_lowercase());
+    let (rest, tld) = host.rsplit_once('.')?;
+    if host.len() > MAX_HOST {
+        return None;
+    }
+    let (mut body, mut tail) = (host, "");
+    if is_country(tld) {
+        (body, tail) = (rest, ".{}");
+        if let Some((before, second)) = rest.rsplit_once('.')
+            && matches!(second, "com" | "org" | "net" | "co" | "it" | "edu")
+        {
+            body = before;
+        }
+    }
+    // Every label of `body` but a last one that is not a country code is
+    // followed by a dot: a country label becomes `{}`.
+    let mut changed = !tail.is_empty();
+    let mut len = 0;
+    for (i, label) in body.split('.').enumerate() {
+        let part = if is_country(label) {
+            changed = true;
+            "{}"
+        } else {
+            label
+        };
+        for piece in [if i > 0 { "." } else { "" }, part] {
+            buf[len..len + piece.len()].copy_from_slice(piece.as_bytes());
+            len += piece.len();
+        }
+    }
+    buf[len..len + tail.len()].copy_from_slice(tail.as_bytes());
+    len += tail.len();
+    if !changed {
+        return None;
+    }
+    std::str::from_utf8(&buf[..len]).ok()
 }
 
 /// Whether Plausible counts a `utm_source` (lower case) as paid whatever the
@@ -95,7 +161,7 @@ pub fn is_spam_host(host: &str) -> bool {
 /// categorised sources, paid aliases, spam hosts.
 pub fn table_sizes() -> [usize; 5] {
     [
-        REFERERS.len(),
+        HOSTS.len(),
         NAMES.len(),
         CATEGORIES.len(),
         PAID_SOURCES.len(),
@@ -110,7 +176,7 @@ mod tests {
     #[test]
     fn tables_are_sorted_unique_and_lower_case() {
         assert!(
-            REFERERS
+            HOSTS
                 .windows(2)
                 .all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1))
         );
@@ -118,39 +184,81 @@ mod tests {
         assert!(CATEGORIES.windows(2).all(|w| w[0].0 < w[1].0));
         assert!(PAID_SOURCES.windows(2).all(|w| w[0] < w[1]));
         assert!(SPAM.windows(2).all(|w| w[0] < w[1]));
-        for (host, _, _) in REFERERS {
+        for (host, _, _) in HOSTS {
             assert_eq!(*host, host.to_ascii_lowercase());
         }
         for (key, _) in NAMES {
             assert_eq!(*key, key.to_lowercase());
         }
-        let [referers, names, categories, paid, spam] = table_sizes();
-        assert!(referers > 2_000 && names > 600 && categories > 800);
+        let [hosts, names, categories, paid, spam] = table_sizes();
+        assert!(hosts > 800 && names > 600 && categories > 800);
         assert!(paid >= 17 && spam > 2_000);
     }
 
     #[test]
-    fn referer_rows_match_subdomains_and_path_prefixes() {
+    fn host_rows_match_subdomains_country_domains_and_path_prefixes() {
         let cases = [
             ("www.google.com", "/", Some("Google")),
+            ("google.com", "/imgres", Some("Google Images")),
+            ("google.de", "/", Some("Google")),
             ("google.de", "/imgres", Some("Google Images")),
-            ("www.google.de", "/imgres", Some("Google")),
+            ("www.google.de", "/imgres", Some("Google Images")),
+            ("www.google.co.uk", "/search", Some("Google")),
+            ("google.com.br", "/", Some("Google")),
             ("images.google.fr", "/", Some("Google Images")),
-            ("mail.google.com", "/mail/u/0/", Some("Gmail")),
+            ("images.google.co.jp", "/", Some("Google Images")),
+            ("mail.google.com", "/mail/u/0/", Some("Google")),
+            ("de.search.yahoo.com", "/", Some("Yahoo!")),
+            ("yandex.com.tr", "/", Some("Yandex")),
+            ("uk.images.yahoo.com", "/", Some("Yahoo! Images")),
+            ("bing.com", "/images/search", Some("Bing Images")),
+            ("cn.bing.com", "/images/search", Some("Bing Images")),
+            ("cn.bing.com", "/search", Some("Bing")),
             ("l.facebook.com", "/", Some("Facebook")),
             ("search.yahoo.com", "/search", Some("Yahoo!")),
-            ("search.brave.com", "/", Some("Brave")),
+            ("search.yahoo.com", "/search/dir", Some("Yahoo! Directory")),
             ("vk.com", "/", Some("Vkontakte")),
-            ("youtube.com", "/watch", Some("Youtube")),
-            ("com.google.android.gm", "", Some("Gmail")),
+            ("youtube.com", "/watch", Some("YouTube")),
+            (
+                "com.google.android.googlequicksearchbox",
+                "/https/www.google.com",
+                Some("Google"),
+            ),
+            ("118700.se", "/", Some("118 700")),
             ("notfacebook.com", "/", None),
+            ("google", "/", None),
+            ("google.xyz", "/", None),
             ("example.com", "/", None),
+            ("co.uk", "/", None),
             ("com", "/", None),
             ("", "/", None),
         ];
         for (host, path, want) in cases {
-            assert_eq!(referer_name(host, path), want, "{host}{path}");
+            assert_eq!(host_name(host, path), want, "{host}{path}");
         }
+    }
+
+    #[test]
+    fn placeholders_are_matomos_lossy_host() {
+        let mut buf = [0; MAX_HOST];
+        for (host, want) in [
+            ("google.de", Some("google.{}")),
+            ("google.co.uk", Some("google.{}")),
+            ("google.com.br", Some("google.{}")),
+            ("google.it.ao", Some("google.{}")),
+            ("google.ne.jp", Some("google.{}.{}")),
+            ("de.search.yahoo.com", Some("{}.search.yahoo.com")),
+            ("images.de.ask.com", Some("images.{}.ask.com")),
+            ("co.uk", Some("{}.{}")),
+            ("google.com", None),
+            ("www.google.com", None),
+            ("de", None),
+            ("", None),
+        ] {
+            assert_eq!(with_placeholders(host, &mut buf), want, "{host}");
+        }
+        let long = format!("{}.de", "a".repeat(MAX_HOST));
+        assert_eq!(with_placeholders(&long, &mut buf), None);
     }
 
     #[test]
