@@ -236,7 +236,9 @@ impl Cell {
 
     /// Revenue per currency, `(total, currency)`: `59.97 EUR; 5 USD`.
     pub fn revenue<'a>(sums: impl Iterator<Item = (&'a str, &'a str)>) -> Self {
-        let parts: Vec<String> = sums.map(|(total, code)| format!("{total} {code}")).collect();
+        let parts: Vec<String> = sums
+            .map(|(total, code)| format!("{total} {code}"))
+            .collect();
         Self::Raw(parts.join("; "))
     }
 }
