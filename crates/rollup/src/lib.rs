@@ -543,6 +543,17 @@ pub async fn reshard_site(
         })
         .max()
         .unwrap_or(0);
+    if tally_core::shard::over_ceiling(busiest, partition_writes) {
+        // The peak would need more shards than an automatic change sets:
+        // only an operator raises the site's base count past it.
+        tracing::warn!(
+            site = %site.id,
+            busiest,
+            ceiling = tally_core::shard::AUTO_MAX_SHARDS,
+            reason = tally_core::shard::Held::Ceiling.reason(),
+            "site's shard plan held at the automatic ceiling"
+        );
+    }
     let Some(change) = tally_core::shard::planned(&site, now, busiest, partition_writes) else {
         return Ok(None);
     };
