@@ -1,7 +1,9 @@
-//! Reports as files: `format=csv` (or `Accept: text/csv`) turns a report's
-//! rows into CSV ([`tally_core::export::report_csv`]); `format=zip` on the
-//! dashboard gives one ZIP of its panels' CSVs (totals, the series, every
-//! breakdown and property), what the dashboard's Download button saves.
+//! Reports as files, rendered from the typed body (never from JSON just
+//! written): `format=csv` (or `Accept: text/csv`) writes a report's rows
+//! as CSV (`tally_core::query::tally::body::Body::csv`); `format=zip` on
+//! the dashboard gives one ZIP of its panels' CSVs (`Body::panels`: totals,
+//! the series, every breakdown and property), what the dashboard's
+//! Download button saves.
 //!
 //! Entry names are made from report names and property keys, which come
 //! from visitors: each is cut to letters, digits, `-` and `_` (at most
@@ -11,51 +13,17 @@
 //! first), so the same dashboard always gives the same names. `index.csv`
 //! says which panel each entry holds.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, typed_response};
+use lambda_http::Body;
+use lambda_http::Response;
 use lambda_http::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, HeaderValue};
-use lambda_http::{Body, Request, Response};
-use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use serde::Serialize;
+use std::collections::HashSet;
 use std::io::Write;
-use tally_core::export::report_csv;
-
-/// How a report is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// JSON (the default).
-    Json,
-    /// The rows as CSV.
-    Csv,
-    /// A ZIP of CSV files (the dashboard).
-    Zip,
-}
-
-/// The format a request asks for (`format=` wins over `Accept`); `format`
-/// is taken out of the parameters.
-pub fn format_of(request: &Request, q: &mut HashMap<String, String>) -> Result<Format, ApiError> {
-    match q.remove("format").as_deref() {
-        Some("json") => Ok(Format::Json),
-        Some("csv") => Ok(Format::Csv),
-        Some("zip") => Ok(Format::Zip),
-        Some(other) => Err(ApiError::bad_request(
-            "invalid_format",
-            format!("unknown format {other:?}: use json, csv or zip (the dashboard)"),
-        )),
-        None => {
-            let accept = tally_lambda::request::header(request, "accept").unwrap_or_default();
-            Ok(if accept.contains("text/csv") {
-                Format::Csv
-            } else {
-                Format::Json
-            })
-        }
-    }
-}
-
-fn body_json(response: &Response<Body>) -> Option<Value> {
-    let bytes: &[u8] = response.body().as_ref();
-    serde_json::from_slice(bytes).ok()
-}
+use tally_core::export::{Cell, Record, table_csv};
+use tally_core::query::ParseError;
+use tally_core::query::tally::Format;
+use tally_core::query::tally::body::{Body as Report, Panel};
 
 fn file_response(body: Body, content_type: &'static str, name: &str) -> Response<Body> {
     let mut response = Response::new(body);
@@ -116,78 +84,97 @@ impl Names {
     }
 }
 
-/// Converts a successful JSON report into the format asked for; `name`
-/// is the report's (`stats`, `breakdown-page`, `dashboard`).
-pub fn convert(
-    response: Response<Body>,
+/// A report in the format asked for; `name` is the report's (`stats`,
+/// `breakdown-page`, `dashboard`): JSON, its rows as CSV
+/// ([`Report::csv`]), or the dashboard's panels as a ZIP
+/// ([`Report::panels`]).
+pub fn respond(
+    report: &Report,
     format: Format,
     site: &str,
     name: &str,
 ) -> Result<Response<Body>, ApiError> {
-    if format == Format::Json || response.status() != 200 {
-        return Ok(response);
-    }
-    let json = body_json(&response).unwrap_or(Value::Null);
-    let is_dashboard = json.get("breakdowns").is_some();
     let base = format!("{}-{}", file_part(site), file_part(name));
     match format {
-        Format::Csv if !is_dashboard => {
-            let text = report_csv(&json["results"]).ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_format",
-                    "this endpoint has no rows to write as CSV",
-                )
-            })?;
+        Format::Json => Ok(typed_response(report)),
+        Format::Csv => Ok(file_response(
+            Body::Text(report.csv()?),
+            "text/csv; charset=utf-8",
+            &format!("{base}.csv"),
+        )),
+        Format::Zip => Ok(file_response(
+            Body::Binary(zip_of(&report.panels()?)?),
+            "application/zip",
+            &format!("{base}.zip"),
+        )),
+    }
+}
+
+/// A body that is no report, in the format asked for: JSON, or `rows` as
+/// CSV when it has rows (`funnels`); never a ZIP.
+pub fn respond_rows<T: Serialize>(
+    body: &T,
+    rows: Option<&[Record]>,
+    format: Format,
+    site: &str,
+    name: &str,
+) -> Result<Response<Body>, ApiError> {
+    match (format, rows) {
+        (Format::Json, _) => Ok(typed_response(body)),
+        (Format::Csv, Some(rows)) => {
+            let text = table_csv(rows).ok_or_else(no_rows)?;
+            let base = format!("{}-{}", file_part(site), file_part(name));
             Ok(file_response(
                 Body::Text(text),
                 "text/csv; charset=utf-8",
                 &format!("{base}.csv"),
             ))
         }
-        Format::Zip if is_dashboard => Ok(file_response(
-            Body::Binary(dashboard_zip(&json)?),
-            "application/zip",
-            &format!("{base}.zip"),
-        )),
-        _ => Err(ApiError::bad_request(
+        (Format::Csv, None) => Err(no_rows()),
+        (Format::Zip, _) => Err(ApiError::bad_request(
             "invalid_format",
             "format=zip is for the dashboard, format=csv for single reports",
         )),
     }
 }
 
+fn no_rows() -> ApiError {
+    ParseError::new(
+        "invalid_format",
+        "this endpoint has no rows to write as CSV",
+    )
+    .into()
+}
+
 /// The dashboard's panels as CSV files in one ZIP, with `index.csv`
-/// naming the panel of each.
-fn dashboard_zip(json: &Value) -> Result<Vec<u8>, ApiError> {
+/// naming the panel of each: the totals and the series, then each group
+/// (dimensions, property keys) with the keys that are their own safe name
+/// first.
+fn zip_of(panels: &[Panel]) -> Result<Vec<u8>, ApiError> {
     let mut names = Names::default();
     names.claim("", "index");
+    let (fixed, groups) = panels.split_at(panels.len().min(2));
     // (entry, panel, CSV)
-    let mut files: Vec<(String, String, String)> = Vec::new();
-    for (part, panel, group) in [
-        ("totals", "stats", "stats"),
-        ("timeseries", "timeseries", "timeseries"),
-    ] {
-        if let Some(text) = report_csv(&json[group]["results"]) {
-            files.push((names.claim("", part), panel.to_owned(), text));
-        }
-    }
-    for (group, prefix, panel) in [
-        ("breakdowns", "", "breakdown/"),
-        ("props", "props-", "props:"),
-    ] {
-        let Some(parts) = json[group].as_object() else {
-            continue;
-        };
+    let mut files: Vec<(String, &str, &str)> = fixed
+        .iter()
+        .map(|p| {
+            (
+                names.claim(p.prefix, &p.key),
+                p.panel.as_str(),
+                p.csv.as_str(),
+            )
+        })
+        .collect();
+    for prefix in ["", "props-"] {
         // Keys that are their own safe name keep it; the others, cut or
         // changed, get theirs after (a suffix when it is taken).
-        let (own, changed): (Vec<_>, Vec<_>) = parts
+        let (own, changed): (Vec<&Panel>, Vec<&Panel>) = groups
             .iter()
-            .partition(|(key, _)| file_part(key) == key.as_str());
-        for (key, part) in own.into_iter().chain(changed) {
-            if let Some(text) = report_csv(&part["results"]) {
-                let name = names.claim(prefix, &file_part(key));
-                files.push((name, format!("{panel}{key}"), text));
-            }
+            .filter(|p| p.prefix == prefix)
+            .partition(|p| file_part(&p.key) == p.key);
+        for p in own.into_iter().chain(changed) {
+            let name = names.claim(prefix, &file_part(&p.key));
+            files.push((name, p.panel.as_str(), p.csv.as_str()));
         }
     }
     let failed = |e: &dyn std::fmt::Display| ApiError {
@@ -195,11 +182,16 @@ fn dashboard_zip(json: &Value) -> Result<Vec<u8>, ApiError> {
         code: "internal",
         message: format!("could not build the ZIP: {e}"),
     };
-    let rows: Vec<Value> = files
+    let rows: Vec<Record> = files
         .iter()
-        .map(|(name, panel, _)| serde_json::json!({"file": name, "panel": panel}))
+        .map(|(name, panel, _)| {
+            vec![
+                ("file".to_owned(), Cell::Text(name.clone())),
+                ("panel".to_owned(), Cell::Text((*panel).to_owned())),
+            ]
+        })
         .collect();
-    let index = match report_csv(&Value::Array(rows)) {
+    let index = match table_csv(&rows) {
         Some(text) if !files.is_empty() => text,
         _ => "file,panel\n".to_owned(),
     };
@@ -220,7 +212,6 @@ fn dashboard_zip(json: &Value) -> Result<Vec<u8>, ApiError> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use std::io::Read;
 
     fn entries(bytes: Vec<u8>) -> Vec<(String, String)> {
@@ -238,8 +229,13 @@ mod tests {
     #[test]
     fn keys_that_make_the_same_name_get_distinct_entries_in_a_fixed_order() {
         let long = |last: char| format!("{}{last}", "k".repeat(70));
-        let panel = |v: &str| json!({"results": [{"value": v, "visitors": 1}]});
-        let keys = [
+        let panel = |prefix: &'static str, key: &str, name: &str, v: &str| Panel {
+            prefix,
+            key: key.to_owned(),
+            panel: name.to_owned(),
+            csv: format!("value,visitors\n{v},1\n"),
+        };
+        let mut keys = [
             "a b".to_owned(),
             "a_b".to_owned(),
             "A_B".to_owned(),
@@ -248,16 +244,19 @@ mod tests {
             long('x'),
             long('y'),
         ];
-        let props: serde_json::Map<String, Value> =
-            keys.iter().map(|k| (k.clone(), panel(k))).collect();
-        let dashboard = json!({
-            "stats": {"results": {"visitors": 1}},
-            "timeseries": {"results": [{"date": "2026-01-01", "visitors": 1}]},
-            "breakdowns": {"source": panel("Google")},
-            "props": props,
-        });
-        let got = entries(dashboard_zip(&dashboard).unwrap());
-        assert_eq!(got, entries(dashboard_zip(&dashboard).unwrap()), "fixed");
+        // The dashboard's property keys come in key order.
+        keys.sort();
+        let mut panels = vec![
+            panel("", "totals", "stats", "1"),
+            panel("", "timeseries", "timeseries", "2026-01-01"),
+            panel("", "source", "breakdown/source", "Google"),
+        ];
+        panels.extend(
+            keys.iter()
+                .map(|k| panel("props-", k, &format!("props:{k}"), k)),
+        );
+        let got = entries(zip_of(&panels).unwrap());
+        assert_eq!(got, entries(zip_of(&panels).unwrap()), "fixed");
         let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
         let cut = "k".repeat(MAX_NAME_PART);
         let cut_2 = format!("{}-2", "k".repeat(MAX_NAME_PART - 2));

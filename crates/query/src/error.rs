@@ -1,10 +1,13 @@
-//! The one place API errors become responses.
+//! The one place API errors become responses, and JSON bodies become
+//! responses: every body is a typed `Serialize` value ([`ErrorBody`],
+//! [`PlausibleErrorBody`], the doors' bodies from `tally_core::query`).
 
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Response};
+use serde::Serialize;
 use tally_core::auth::AuthError;
-use tally_core::filter::FilterError;
-use tally_core::range::RangeError;
+use tally_core::query::ParseError;
+use tally_core::query::tally::body::json_text;
 use tally_core::share::ShareError;
 use tally_store::StoreError;
 
@@ -85,25 +88,6 @@ impl From<ShareError> for ApiError {
     }
 }
 
-impl From<RangeError> for ApiError {
-    fn from(e: RangeError) -> Self {
-        Self::bad_request(e.code(), e.to_string())
-    }
-}
-
-impl From<FilterError> for ApiError {
-    fn from(e: FilterError) -> Self {
-        let code = match e {
-            FilterError::UnknownDimension(_) => "unknown_filter_dimension",
-            FilterError::Malformed(_) => "malformed_filter",
-            FilterError::TooMany => "too_many_filters",
-            FilterError::TooComplex(_) => "filter_too_complex",
-            FilterError::InvalidPattern(_) => "malformed_filter",
-        };
-        Self::bad_request(code, e.to_string())
-    }
-}
-
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         tracing::error!(error = %e, "store failed");
@@ -119,20 +103,58 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// A 200 JSON response of a typed body.
-pub fn typed_response<T: serde::Serialize>(body: &T) -> Response<Body> {
-    match serde_json::to_value(body) {
-        Ok(value) => json_response(200, &value),
-        Err(e) => {
-            tracing::error!(error = %e, "response did not serialise");
-            error_response(&ApiError::internal())
-        }
+/// An error as Tally's API writes it: `{"error": {"code", "message"}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorBody<'a> {
+    /// The error.
+    pub error: ErrorDetail<'a>,
+}
+
+/// The code and text of an [`ErrorBody`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorDetail<'a> {
+    /// The machine code.
+    pub code: &'a str,
+    /// The text.
+    pub message: &'a str,
+}
+
+/// An error as Plausible's Stats API writes it: `{"error": "…"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlausibleErrorBody {
+    /// The text.
+    pub error: String,
+}
+
+impl From<ParseError> for ApiError {
+    fn from(e: ParseError) -> Self {
+        Self::bad_request(e.code, e.message)
     }
 }
 
-/// A JSON response.
-pub fn json_response(status: u16, value: &serde_json::Value) -> Response<Body> {
-    let mut response = Response::new(Body::Text(value.to_string()));
+/// A 200 JSON response of a typed body.
+pub fn typed_response<T: Serialize>(body: &T) -> Response<Body> {
+    json_response(200, body)
+}
+
+/// A JSON response of a typed body, written through `serde_json::Value`
+/// (every object's keys in alphabetical order).
+pub fn json_response<T: Serialize>(status: u16, body: &T) -> Response<Body> {
+    let (status, text) = match json_text(body) {
+        Ok(text) => (status, text),
+        Err(e) => {
+            tracing::error!(error = %e, "response did not serialise");
+            let e = ApiError::internal();
+            let body = ErrorBody {
+                error: ErrorDetail {
+                    code: e.code,
+                    message: &e.message,
+                },
+            };
+            (e.status, json_text(&body).unwrap_or_default())
+        }
+    };
+    let mut response = Response::new(Body::Text(text));
     *response.status_mut() = lambda_http::http::StatusCode::from_u16(status)
         .unwrap_or(lambda_http::http::StatusCode::INTERNAL_SERVER_ERROR);
     response
@@ -146,8 +168,25 @@ pub fn json_response(status: u16, value: &serde_json::Value) -> Response<Body> {
 
 /// The response of an error: `{"error": {"code", "message"}}`.
 pub fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(
-        e.status,
-        &serde_json::json!({"error": {"code": e.code, "message": e.message}}),
-    )
+    let body = ErrorBody {
+        error: ErrorDetail {
+            code: e.code,
+            message: &e.message,
+        },
+    };
+    json_response(e.status, &body)
+}
+
+/// The response of an error of Plausible's Stats API: `{"error": "…"}`. A
+/// key of another site is, as Plausible says, an invalid key or site id
+/// (401), like an unknown key.
+pub fn plausible_error_response(e: &ApiError) -> Response<Body> {
+    let (status, error) = match e.status {
+        401 | 403 if e.code != "missing_key" => (
+            401,
+            "Invalid API key or site ID. Please make sure you're using a valid API key with access to the site you've requested.".to_owned(),
+        ),
+        status => (status, e.message.clone()),
+    };
+    json_response(status, &PlausibleErrorBody { error })
 }

@@ -1,0 +1,368 @@
+//! Access: who reads a site's reports. An API key, or a shared link
+//! (read-only, narrowed by its filter, maybe behind a password); the
+//! failed-guess guard and the attempt counters around every check
+//! (`Config::guard`, the link's counter in the table); `POST …/unlock`,
+//! which trades a link's password for a session; `GET …/access`, what the
+//! credential allows.
+
+use crate::config::{Config, SHARE_LINK_REQUESTS_PER_MINUTE, SHARE_REQUESTS_PER_MINUTE, ShareRead};
+use crate::error::{ApiError, json_response};
+use crate::store::QueryStore;
+use lambda_http::{Body, Request, Response};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tally_core::Millis;
+use tally_core::auth::{self, AuthError};
+use tally_core::keys::valid_site_id;
+use tally_core::share::{self, Share, ShareError};
+use tally_core::site::Site;
+
+/// Who reads: the holder of an API key, or of a shared link (read-only
+/// reports of one site, narrowed by the link's filter).
+#[derive(Debug, Clone)]
+pub(crate) enum Access {
+    /// An API key.
+    Key,
+    /// A shared link.
+    Share(Share),
+}
+
+/// Which credentials an endpoint takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Readers {
+    /// API keys only (Plausible's Stats API).
+    Keys,
+    /// API keys and shared links (Tally's reports and dashboard).
+    KeysAndShares,
+}
+
+/// Header carrying a password-protected link's session ([`share::session`]).
+pub const SESSION_HEADER: &str = "x-tally-session";
+
+/// `GET …/access`: what the credential allows, for the dashboard.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum AccessBody<'a> {
+    /// An API key.
+    Key {
+        /// The site id.
+        site: &'a str,
+        /// `key`.
+        access: &'static str,
+    },
+    /// A shared link.
+    Share {
+        /// The site id.
+        site: &'a str,
+        /// `share`.
+        access: &'static str,
+        /// The link's label.
+        label: &'a str,
+        /// The link's filter.
+        filter: &'a str,
+        /// When it expires, if it does.
+        expires_at: Option<Millis>,
+        /// Whether it has a password.
+        password: bool,
+    },
+}
+
+impl<'a> AccessBody<'a> {
+    /// What `access` grants on `site`.
+    pub(crate) fn of(site: &'a Site, access: &'a Access) -> Self {
+        match access {
+            Access::Key => Self::Key {
+                site: &site.id,
+                access: "key",
+            },
+            Access::Share(share) => Self::Share {
+                site: &site.id,
+                access: "share",
+                label: &share.label,
+                filter: &share.filter,
+                expires_at: share.expires_at,
+                password: share.password.is_some(),
+            },
+        }
+    }
+}
+
+/// What `POST …/unlock` takes.
+#[derive(Debug, Deserialize)]
+struct UnlockRequest {
+    password: String,
+}
+
+/// What `POST …/unlock` answers: the session and the header to send it in.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnlockBody {
+    /// The session.
+    pub session: String,
+    /// When it ends.
+    pub expires_at: Millis,
+    /// The header that carries it ([`SESSION_HEADER`]).
+    pub header: &'static str,
+}
+
+/// `POST /api/sites/{site}/unlock` with the link as bearer token and
+/// `{"password": "…"}`: a session for a password-protected link. Each
+/// attempt is taken before the password is checked, from the client
+/// network's guard and from the link's own counter in the table (shared by
+/// every instance), and given back when the password is right; a wrong
+/// one keeps both.
+pub(crate) async fn unlock<S: QueryStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    site_id: &str,
+    now: i64,
+) -> Result<Response<Body>, ApiError> {
+    let ip = tally_lambda::request::client_ip(request, false);
+    if !config
+        .guard
+        .attempt(&ip, config.auth_failures_per_minute, now)
+    {
+        return Err(too_many_attempts());
+    }
+    let result = async {
+        let body: &[u8] = request.body().as_ref();
+        let password = serde_json::from_slice::<UnlockRequest>(body)
+            .map(|u| u.password)
+            .map_err(|_| ApiError::bad_request("invalid_payload", "send {\"password\": \"…\"}"))?;
+        let header = request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        let token = auth::bearer(header)?;
+        let found = find_share(store, site_id, token).await?;
+        // Revoked or expired links say so before any password is tried.
+        match share::check(&found, None, now) {
+            Err(e) if e != ShareError::PasswordRequired => return Err(e.into()),
+            _ => {}
+        }
+        let Some(hash) = found.password.clone() else {
+            return Err(ApiError::bad_request(
+                "no_password",
+                "this shared link has no password: open it directly",
+            ));
+        };
+        let limit = config.share_password_attempts_per_minute;
+        if !store
+            .share_attempt(site_id, &found.hash, now, limit)
+            .await?
+        {
+            return Err(ApiError {
+                status: 429,
+                code: "too_many_attempts",
+                message: format!(
+                    "this shared link was tried with {limit} wrong passwords this minute; retry in a minute"
+                ),
+            });
+        }
+        // PBKDF2 takes tens of milliseconds: off the async workers.
+        let right = tokio::task::spawn_blocking(move || hash.verify(&password))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "password check failed");
+                ApiError::internal()
+            })?;
+        if !right {
+            return Err(ShareError::WrongPassword.into());
+        }
+        if let Err(e) = store
+            .give_back_share_attempt(site_id, &found.hash, now)
+            .await
+        {
+            // The session is still given: the attempt stays counted until the
+            // minute ends.
+            tracing::warn!(error = %e, "a password attempt was not given back");
+        }
+        let (session, expires_at) = share::session(&found, now).ok_or(ShareError::Invalid)?;
+        Ok(json_response(
+            200,
+            &UnlockBody {
+                session,
+                expires_at,
+                header: SESSION_HEADER,
+            },
+        ))
+    }
+    .await;
+    if !result.as_ref().is_err_and(is_guess) {
+        config.guard.passed(&ip, now);
+    }
+    result
+}
+
+fn too_many_attempts() -> ApiError {
+    ApiError {
+        status: 429,
+        code: "too_many_attempts",
+        message: "too many failed key checks from this network, retry in a minute".into(),
+    }
+}
+
+/// Whether a failed check was a guess that counts against the client's
+/// network: an unknown, malformed or foreign credential, a wrong password,
+/// or a password tried at a link already locked for the minute; not a
+/// link that wants its password or has expired.
+fn is_guess(e: &ApiError) -> bool {
+    match e.status {
+        401 | 403 => {
+            e.code != ShareError::PasswordRequired.code() && e.code != ShareError::Expired.code()
+        }
+        429 => e.code == "too_many_attempts",
+        _ => false,
+    }
+}
+
+/// The failed-guess guard, then the credential check: the site and who
+/// reads, or the error. The check is taken from the client network's
+/// guard before it is made and given back unless it was a failed guess.
+pub(crate) async fn authenticate<S: QueryStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    site: &str,
+    now: i64,
+    readers: Readers,
+) -> Result<(Arc<Site>, Access), ApiError> {
+    let ip = tally_lambda::request::client_ip(request, false);
+    // A key this instance saw valid recently passes the guard: one guesser
+    // behind an office's address does not lock its colleagues out. (The key
+    // is still checked below, so a revocation takes effect at once.)
+    let presented = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|h| auth::bearer(Some(h)).ok())
+        .map(auth::hash_key);
+    let known = presented
+        .as_deref()
+        .is_some_and(|h| config.guard.recently_valid(h, now));
+    if !known
+        && !config
+            .guard
+            .attempt(&ip, config.auth_failures_per_minute, now)
+    {
+        return Err(too_many_attempts());
+    }
+    let result = authorize(store, site, request, now, readers).await;
+    if !known && !result.as_ref().is_err_and(is_guess) {
+        config.guard.passed(&ip, now);
+    }
+    let (site, access) = result?;
+    if let Some(h) = &presented {
+        config.guard.valid(h, now);
+        if matches!(access, Access::Share(_)) {
+            let message = match config.guard.share_read(h, &ip, now) {
+                ShareRead::Allowed => None,
+                ShareRead::NetworkSpent => Some(format!(
+                    "a shared link may read {SHARE_REQUESTS_PER_MINUTE} times a minute from one network; retry shortly"
+                )),
+                ShareRead::LinkSpent => Some(format!(
+                    "a shared link may read {SHARE_LINK_REQUESTS_PER_MINUTE} times a minute from all its viewers; retry shortly"
+                )),
+            };
+            if let Some(message) = message {
+                return Err(ApiError {
+                    status: 429,
+                    code: "rate_limited",
+                    message,
+                });
+            }
+        }
+    }
+    Ok((site, access))
+}
+
+/// A shared link of `site_id` by its token: 401 when unknown, 403 when it
+/// is a valid link of another site. Its state (revoked, expired, password)
+/// is the caller's to check.
+async fn find_share<S: QueryStore>(
+    store: &S,
+    site_id: &str,
+    token: &str,
+) -> Result<Share, ApiError> {
+    let token_site = share::token_site(token).ok_or(AuthError::Malformed)?;
+    let hash = share::hash_token(token);
+    let valid = |record: Option<Share>| {
+        record.filter(|r| {
+            r.revoked_at.is_none() && auth::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
+        })
+    };
+    if token_site != site_id {
+        let elsewhere =
+            valid_site_id(token_site) && valid(store.share(token_site, &hash).await?).is_some();
+        return Err(if elsewhere {
+            ApiError {
+                status: 403,
+                code: "forbidden",
+                message: "this shared link does not grant access to this site".into(),
+            }
+        } else {
+            ShareError::Invalid.into()
+        });
+    }
+    valid(store.share(site_id, &hash).await?).ok_or_else(|| ShareError::Invalid.into())
+}
+
+/// Checks the bearer credential against the site: 401 without a valid key
+/// or link, 403 with a valid one of another site.
+async fn authorize<S: QueryStore>(
+    store: &S,
+    site_id: &str,
+    request: &Request,
+    now: i64,
+    readers: Readers,
+) -> Result<(Arc<Site>, Access), ApiError> {
+    let header = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    let key = auth::bearer(header)?;
+    if share::token_site(key).is_some() {
+        if readers == Readers::Keys {
+            return Err(ApiError {
+                status: 401,
+                code: "invalid_api_key",
+                message: "a shared link reads the dashboard only; this API needs an API key".into(),
+            });
+        }
+        let found = find_share(store, site_id, key).await?;
+        let session = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok());
+        share::check(&found, session, now)?;
+        let site = store
+            .site(site_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
+        return Ok((site, Access::Share(found)));
+    }
+    let key_site = auth::key_site(key).ok_or(AuthError::Malformed)?;
+    let hash = auth::hash_key(key);
+    let valid_for = |record: Option<tally_store::sites::ApiKeyRecord>| {
+        record.is_some_and(|r| {
+            r.revoked_at.is_none() && auth::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
+        })
+    };
+    if key_site != site_id {
+        return Err(
+            if valid_site_id(key_site) && valid_for(store.api_key(key_site, &hash).await?) {
+                AuthError::Forbidden.into()
+            } else {
+                AuthError::Invalid.into()
+            },
+        );
+    }
+    if !valid_for(store.api_key(site_id, &hash).await?) {
+        return Err(AuthError::Invalid.into());
+    }
+    let site = store
+        .site(site_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
+    Ok((site, Access::Key))
+}

@@ -1,0 +1,24 @@
+//! The doors: each parses a request into typed queries
+//! (`tally_core::query`), answers them through one [`crate::batch`], and
+//! renders the typed answers.
+//!
+//! - [`reports`]: Tally's `stats`, `timeseries`, `breakdown/{dimension}`,
+//!   `dashboard`, `funnels` and `funnels/{id}`, as JSON, CSV or ZIP
+//!   ([`crate::download`]);
+//! - [`plausible`]: Plausible's Stats API v2 and v1;
+//! - [`realtime`]: the last minutes' visitors (Tally's `realtime`, v1's
+//!   `realtime/visitors`).
+
+pub mod plausible;
+pub mod realtime;
+pub mod reports;
+
+use lambda_http::Request;
+use std::collections::BTreeMap;
+
+/// A request's query string as parameters (the last value of a name wins).
+pub(crate) fn params(request: &Request) -> BTreeMap<String, String> {
+    url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}

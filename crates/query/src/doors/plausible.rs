@@ -1,0 +1,99 @@
+//! Plausible's Stats API, for users moving their scripts from Plausible:
+//! v2 (`POST /api/v2/query`) and v1 (`GET /api/v1/stats/realtime/visitors`,
+//! `aggregate`, `timeseries`, `breakdown`), with `Authorization: Bearer`
+//! and Tally's API keys (never a shared link). The body or query string is
+//! parsed into a typed query (`tally_core::query::plausible::{v2, v1}`),
+//! answered by one [`Reader`] batch and rendered as Plausible shapes it
+//! (`tally_core::query::plausible::body`); errors are `{"error": "…"}`
+//! (`crate::error::plausible_error_response`).
+
+use crate::access::{self, Readers};
+use crate::batch::Reader;
+use crate::config::Config;
+use crate::doors::{params, realtime};
+use crate::error::{ApiError, json_response, typed_response};
+use crate::store::QueryStore;
+use lambda_http::{Body, Request, Response};
+use serde_json::Value;
+use tally_core::query::plausible::{body, v1, v2};
+use tally_store::clock::Clock;
+
+fn bad(message: impl Into<String>) -> ApiError {
+    ApiError::bad_request("invalid_query", message)
+}
+
+fn missing_key() -> ApiError {
+    ApiError {
+        status: 401,
+        code: "missing_key",
+        message: "Missing API key. Please use a valid Plausible API key as a Bearer Token.".into(),
+    }
+}
+
+/// `POST /api/v2/query` (errors are Plausible's: `crate::error::plausible_error_response`).
+pub(crate) async fn v2<S: QueryStore, C: Clock>(
+    store: &S,
+    clock: &C,
+    config: &Config,
+    request: &Request,
+) -> Result<Response<Body>, ApiError> {
+    if request.headers().get("authorization").is_none() {
+        return Err(missing_key());
+    }
+    let body: Value = serde_json::from_slice(request.body())
+        .map_err(|e| bad(format!("Invalid JSON body: {e}")))?;
+    let site_id = body
+        .get("site_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("#: Required property site_id was not present."))?;
+    let now = clock.now();
+    let (site, _) =
+        access::authenticate(store, config, request, site_id, now, Readers::Keys).await?;
+    let reader = Reader::new(&site, now, config);
+    let parsed = v2::parse(&body, &reader.context())?;
+    let answers = Box::pin(reader.answer(store, std::slice::from_ref(&parsed.query))).await?;
+    let answer = answers.into_iter().next().unwrap_or_default();
+    Ok(typed_response(&body::v2(&parsed, &answer)))
+}
+
+/// `GET /api/v1/stats/{realtime/visitors|aggregate|timeseries|breakdown}`
+/// (errors are Plausible's: `crate::error::plausible_error_response`).
+pub(crate) async fn v1<S: QueryStore, C: Clock>(
+    store: &S,
+    clock: &C,
+    config: &Config,
+    request: &Request,
+    rest: &[&str],
+) -> Result<Response<Body>, ApiError> {
+    let params = params(request);
+    let site_id = params
+        .get("site_id")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| bad("site_id is required"))?;
+    if request.headers().get("authorization").is_none() {
+        return Err(missing_key());
+    }
+    let now = clock.now();
+    let (site, _) =
+        access::authenticate(store, config, request, site_id, now, Readers::Keys).await?;
+    let endpoint = match rest {
+        ["realtime", "visitors"] => {
+            let visitors = realtime::count(store, &site, now).await?.visitors;
+            return Ok(json_response(200, &visitors));
+        }
+        ["aggregate"] => v1::Endpoint::Aggregate,
+        ["timeseries"] => v1::Endpoint::Timeseries,
+        ["breakdown"] => v1::Endpoint::Breakdown,
+        _ => {
+            return Err(ApiError::not_found(
+                "unknown_endpoint",
+                "no such endpoint: use realtime/visitors, aggregate, timeseries or breakdown",
+            ));
+        }
+    };
+    let reader = Reader::new(&site, now, config);
+    let parsed = v1::parse(endpoint, &params, &reader.context())?;
+    let answers = Box::pin(reader.answer(store, std::slice::from_ref(&parsed.query))).await?;
+    let answer = answers.into_iter().next().unwrap_or_default();
+    Ok(typed_response(&body::v1(&parsed, &answer)))
+}
