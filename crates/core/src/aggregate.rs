@@ -299,9 +299,9 @@ mod tests {
         let home = &pages["/"];
         assert_eq!((home.pageviews, home.engaged_views), (2, 1));
         assert_eq!((home.engaged_ms, home.scroll_sum), (6_000, 80));
-        assert_eq!(crate::report::time_on_page(home), Some(6));
-        assert_eq!(crate::report::scroll_depth(&pages["/x"]), Some(30));
-        assert_eq!(crate::report::time_on_page(&pages["/y"]), Some(7));
+        assert_eq!(crate::query::metric::time_on_page(home), Some(6));
+        assert_eq!(crate::query::metric::scroll_depth(&pages["/x"]), Some(30));
+        assert_eq!(crate::query::metric::time_on_page(&pages["/y"]), Some(7));
         assert_eq!(pages["/z"].engaged_views, 0);
         // Rollups keep them: they survive the stored form.
         let back: Aggregate =

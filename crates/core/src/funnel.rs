@@ -410,15 +410,15 @@ pub fn rows(steps: &[Step], counts: &StepCounts) -> Vec<StepRow> {
                 conversion_rate: if i == 0 && first > 0 {
                     100.0
                 } else {
-                    crate::report::percent(visitors, first)
+                    crate::query::metric::percent(visitors, first)
                 },
                 conversion_rate_step: if i == 0 && visitors > 0 {
                     100.0
                 } else {
-                    crate::report::percent(visitors, previous)
+                    crate::query::metric::percent(visitors, previous)
                 },
                 dropoff,
-                dropoff_rate: crate::report::percent(dropoff, previous),
+                dropoff_rate: crate::query::metric::percent(dropoff, previous),
             }
         })
         .collect()

@@ -127,7 +127,7 @@ fn a_series_has_a_row_per_bucket_as_the_door_writes_them() {
         Endpoint::Timeseries,
         "from=2026-11-02&to=2026-11-04&interval=day",
     ));
-    // The rows of the current door (report::series_row).
+    // The rows the door wrote before typed bodies (report::series_row).
     assert_eq!(
         value["results"],
         json!([
@@ -163,7 +163,7 @@ fn breakdown_rows_are_the_current_doors_with_their_page_meta() {
             "meta": want_meta,
         })
     );
-    // Every level's row, as report::breakdown_row wrote it.
+    // Every level's row, as the door wrote it before typed bodies (report::breakdown_row).
     let rows = |dim: &str| json(&rendered(Endpoint::Breakdown(dim), RANGE)).1["results"].clone();
     assert_eq!(
         rows("page"),
