@@ -3,10 +3,14 @@
 //! requests, or those whose body contains a marker), or throttles (all
 //! requests, those whose body contains a marker, or everything after the
 //! first N), or each partition key takes only so many PutItems a second,
-//! as DynamoDB's partitions do (scaled down).
+//! as DynamoDB's partitions do (scaled down), or BatchGetItems are
+//! throttled and then answered in part (the rest handed back as
+//! `UnprocessedKeys`, as DynamoDB does under load or past 16 MB). It can
+//! also record the requests it sees ([`FaultProxy::record`]), to tell
+//! which partition keys a read touched.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -32,6 +36,25 @@ pub enum Fault {
     /// Throttle a PutItem when its partition key has taken this many in
     /// the current wall-clock second; pass everything else.
     PartitionLimit(u32),
+    /// Refuse the next `throttle` BatchGetItems with DynamoDB's throttling
+    /// error (`ProvisionedThroughputExceededException`); answer every
+    /// later one with at most `keep` of its items, the other keys handed
+    /// back as `UnprocessedKeys`. Other requests pass.
+    BatchGet {
+        /// BatchGetItems still to refuse.
+        throttle: u64,
+        /// Items each answer keeps.
+        keep: usize,
+    },
+}
+
+/// A request the proxy saw while recording.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Its action (`X-Amz-Target`'s, e.g. `BatchGetItem`).
+    pub operation: String,
+    /// Its JSON body.
+    pub body: serde_json::Value,
 }
 
 /// A running proxy.
@@ -49,6 +72,10 @@ pub struct FaultProxy {
     pub units_milli: Arc<AtomicU64>,
     /// Requests seen per operation (`X-Amz-Target`'s action).
     pub operations: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+    /// Keys handed back as `UnprocessedKeys` by [`Fault::BatchGet`].
+    pub unprocessed: Arc<AtomicU64>,
+    recording: Arc<AtomicBool>,
+    recorded: Arc<Mutex<Vec<Recorded>>>,
 }
 
 /// PutItems per partition key in the current second.
@@ -109,6 +136,9 @@ impl FaultProxy {
         let writes = Arc::new(Mutex::new(PartitionWrites::default()));
         let units_milli = Arc::new(AtomicU64::new(0));
         let operations = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
+        let unprocessed = Arc::new(AtomicU64::new(0));
+        let recording = Arc::new(AtomicBool::new(false));
+        let recorded = Arc::new(Mutex::new(Vec::new()));
         let shared = Shared {
             target,
             fault: fault.clone(),
@@ -117,6 +147,9 @@ impl FaultProxy {
             writes,
             units_milli: units_milli.clone(),
             operations: operations.clone(),
+            unprocessed: unprocessed.clone(),
+            recording: recording.clone(),
+            recorded: recorded.clone(),
         };
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
@@ -130,7 +163,33 @@ impl FaultProxy {
             throttled,
             units_milli,
             operations,
+            unprocessed,
+            recording,
+            recorded,
         }
+    }
+
+    /// Starts (or stops) recording the requests seen; starting forgets
+    /// what was recorded before.
+    pub fn record(&self, on: bool) {
+        if on && let Ok(mut r) = self.recorded.lock() {
+            r.clear();
+        }
+        self.recording.store(on, Ordering::SeqCst);
+    }
+
+    /// The requests recorded of one operation (`BatchGetItem`, `Query`…),
+    /// in the order they arrived.
+    pub fn recorded(&self, operation: &str) -> Vec<Recorded> {
+        self.recorded
+            .lock()
+            .map(|r| {
+                r.iter()
+                    .filter(|x| x.operation == operation)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Forgets the requests and units counted so far.
@@ -165,6 +224,9 @@ struct Shared {
     writes: Arc<Mutex<PartitionWrites>>,
     units_milli: Arc<AtomicU64>,
     operations: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+    unprocessed: Arc<AtomicU64>,
+    recording: Arc<AtomicBool>,
+    recorded: Arc<Mutex<Vec<Recorded>>>,
 }
 
 /// The action a request names (`X-Amz-Target: DynamoDB_20120810.Query`).
@@ -194,6 +256,80 @@ fn capacity_milli(response: &[u8]) -> u64 {
         })
         .map(|u| (u * 1000.0).round() as u64)
         .sum()
+}
+
+/// `response` (a whole HTTP answer to a BatchGetItem) with at most `keep`
+/// of its items; the keys (`pk`, `sk`) of the others are added to its
+/// `UnprocessedKeys`. Returns the answer and how many keys were handed
+/// back; an answer that is not a 200 with JSON is returned as it is.
+fn keep_items(response: Vec<u8>, keep: usize) -> (Vec<u8>, u64) {
+    let Some(split) = response.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return (response, 0);
+    };
+    let (head, body) = (&response[..split + 4], &response[split + 4..]);
+    let head = String::from_utf8_lossy(head).into_owned();
+    let ok = head.lines().next().is_some_and(|l| l.contains(" 200"));
+    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return (response, 0);
+    };
+    if !ok {
+        return (response, 0);
+    }
+    let mut handed_back = 0u64;
+    let mut left: serde_json::Map<String, serde_json::Value> = serde_json::Map::new();
+    if let Some(tables) = v["Responses"].as_object_mut() {
+        for (table, items) in tables.iter_mut() {
+            let Some(items) = items.as_array_mut() else {
+                continue;
+            };
+            if items.len() <= keep {
+                continue;
+            }
+            let rest: Vec<serde_json::Value> = items
+                .split_off(keep)
+                .into_iter()
+                .map(|item| serde_json::json!({"pk": item["pk"], "sk": item["sk"]}))
+                .collect();
+            handed_back += rest.len() as u64;
+            left.insert(table.clone(), serde_json::json!({ "Keys": rest }));
+        }
+    }
+    if handed_back == 0 {
+        return (response, 0);
+    }
+    let unprocessed = &mut v["UnprocessedKeys"];
+    if !unprocessed.is_object() {
+        *unprocessed = serde_json::json!({});
+    }
+    for (table, keys) in left {
+        let entry = &mut unprocessed[&table];
+        match entry["Keys"].as_array_mut() {
+            Some(existing) => existing.extend(keys["Keys"].as_array().cloned().unwrap_or_default()),
+            None => *entry = keys,
+        }
+    }
+    let body = serde_json::to_vec(&v).unwrap_or_default();
+    // The head again, with the new length and without the old body's
+    // checksum.
+    let mut out = String::new();
+    for line in head.split("\r\n") {
+        let name = line
+            .split_once(':')
+            .map(|(k, _)| k.trim().to_ascii_lowercase());
+        match name.as_deref() {
+            Some("content-length") => out.push_str(&format!("content-length: {}\r\n", body.len())),
+            Some("x-amz-crc32") => {}
+            _ if line.is_empty() => {}
+            _ => {
+                out.push_str(line);
+                out.push_str("\r\n");
+            }
+        }
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&body);
+    (bytes, handed_back)
 }
 
 const THROTTLE_BODY: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"The level of configured provisioned throughput for the table was exceeded."}"#;
@@ -233,13 +369,26 @@ async fn serve(socket: TcpStream, shared: Shared) {
         writes,
         units_milli,
         operations,
+        unprocessed,
+        recording,
+        recorded,
     } = shared;
     let (read, mut write) = socket.into_split();
     let mut reader = BufReader::new(read);
     while let Some((head, body)) = read_request(&mut reader).await {
         seen.fetch_add(1, Ordering::SeqCst);
+        let op = operation(&head);
         if let Ok(mut ops) = operations.lock() {
-            *ops.entry(operation(&head)).or_default() += 1;
+            *ops.entry(op.clone()).or_default() += 1;
+        }
+        if recording.load(Ordering::SeqCst)
+            && let Ok(body) = serde_json::from_slice(&body)
+            && let Ok(mut r) = recorded.lock()
+        {
+            r.push(Recorded {
+                operation: op.clone(),
+                body,
+            });
         }
         let current = fault.lock().map(|f| f.clone()).unwrap_or(Fault::Pass);
         let action = match current {
@@ -261,6 +410,16 @@ async fn serve(socket: TcpStream, shared: Shared) {
                 Some(pk) if !writes.lock().is_ok_and(|mut w| w.take(&pk, limit)) => Fault::Throttle,
                 _ => Fault::Pass,
             },
+            Fault::BatchGet { .. } if op != "BatchGetItem" => Fault::Pass,
+            Fault::BatchGet { throttle, keep } if throttle > 0 => {
+                if let Ok(mut f) = fault.lock() {
+                    *f = Fault::BatchGet {
+                        throttle: throttle - 1,
+                        keep,
+                    };
+                }
+                Fault::Throttle
+            }
             other => other,
         };
         match action {
@@ -282,6 +441,14 @@ async fn serve(socket: TcpStream, shared: Shared) {
             _ => match forward(&target, &head, &body).await {
                 Some(response) => {
                     units_milli.fetch_add(capacity_milli(&response), Ordering::SeqCst);
+                    let response = match action {
+                        Fault::BatchGet { keep, .. } => {
+                            let (response, n) = keep_items(response, keep);
+                            unprocessed.fetch_add(n, Ordering::SeqCst);
+                            response
+                        }
+                        _ => response,
+                    };
                     if write.write_all(&response).await.is_err() {
                         return;
                     }

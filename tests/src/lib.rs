@@ -144,6 +144,20 @@ impl Harness {
     }
 }
 
+/// One item of the table by its key, read consistently (`None`: absent).
+pub async fn get_item(store: &Store, pk: &str, sk: &str) -> Option<tally_store::item::Item> {
+    store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(tally_store::item::key(pk, sk)))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+}
+
 /// A POST /collect request as API Gateway delivers it.
 pub fn collect_request(body: &str, ip: &str, user_agent: &str) -> lambda_http::Request {
     post_request("/collect", body, ip, user_agent)

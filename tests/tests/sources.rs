@@ -299,10 +299,8 @@ async fn damage_parts(h: &Harness, day: Date, now: i64, damage: impl Fn(&[u8]) -
     let keys: Vec<(Date, String)> = manifest.parts.iter().map(|p| (day, p.id.clone())).collect();
     let parts = h.store.segment_parts("bad", &keys).await.unwrap();
     for (key, bytes) in parts {
-        let item_key = tally_store::item::key(
-            tally_core::keys::segment_pk("bad"),
-            tally_core::keys::part_sk(key.0, &key.1),
-        );
+        let (pk, sk) = tally_core::keys::part_key("bad", key.0, &key.1);
+        let item_key = tally_store::item::key(pk, sk);
         match damage(&bytes) {
             Some(new) => {
                 let mut item = item_key;

@@ -12,10 +12,18 @@
 //! | day rollup | `SITE#{site}` | `ROLLUP#DAY#{YYYY-MM-DD}` |
 //! | day dimensions | `SITE#{site}` | `ROLLUP#DIMS#{YYYY-MM-DD}` |
 //! | segment manifest of a UTC day | `SITE#{site}#SEG` | `M#{YYYY-MM-DD}` |
-//! | segment part | `SITE#{site}#SEG` | `P#{YYYY-MM-DD}#{part id}` |
+//! | segment part (id `d-{hash}`, per-day layout: every part written) | `SITE#{site}#SEG#{YYYY-MM-DD}` | `P#{YYYY-MM-DD}#d-{hash}` |
+//! | segment part of the first layout (id `{hash}`: read until it expires, never written) | `SITE#{site}#SEG` | `P#{YYYY-MM-DD}#{hash}` |
 //! | daily salt | `SALT` | `DAY#{YYYY-MM-DD}` |
 //! | job state | `JOBS` | `JOB#{name}` |
 //! | rate window | `RATE#{site}#{minute}` | `{bucket}` |
+//!
+//! A segment part's id names where it is stored ([`part_key`]): parts are
+//! spread over one partition per UTC day, so a range of days is read from
+//! as many partitions (each serves about 3,000 read units a second), while
+//! the manifests of a range stay one Query on one partition. Ids of the
+//! first layout (a bare hash) are still read from the site's segment
+//! partition; a manifest may list parts of both layouts.
 //!
 //! Site ids are validated to a small alphabet and never need escaping; any
 //! other user text that reaches a key (event ids, goal ids, job names) is
@@ -204,7 +212,8 @@ pub fn parse_rollup_dims_sk(sk: &str) -> Option<Date> {
     parse_date(sk.strip_prefix(ROLLUP_DIMS_PREFIX)?)
 }
 
-/// `SITE#{site}#SEG`: the partition of a site's segments and manifests.
+/// `SITE#{site}#SEG`: the partition of a site's segment manifests (and of
+/// its parts of the first layout, [`PartLayout::Site`]).
 pub fn segment_pk(site: &str) -> String {
     format!("SITE#{site}#SEG")
 }
@@ -212,6 +221,18 @@ pub fn segment_pk(site: &str) -> String {
 /// Parses [`segment_pk`].
 pub fn parse_segment_pk(pk: &str) -> Option<&str> {
     parse_site_pk(pk.strip_suffix("#SEG")?)
+}
+
+/// `SITE#{site}#SEG#{YYYY-MM-DD}`: the partition of a UTC day's segment
+/// parts ([`PartLayout::Day`]).
+pub fn segment_day_pk(site: &str, day: Date) -> String {
+    format!("SITE#{site}#SEG#{}", format_date(day))
+}
+
+/// Parses [`segment_day_pk`] into the site and the day.
+pub fn parse_segment_day_pk(pk: &str) -> Option<(&str, Date)> {
+    let (rest, day) = pk.rsplit_once('#')?;
+    Some((parse_segment_pk(rest)?, parse_date(day)?))
 }
 
 /// `M#{YYYY-MM-DD}`: the segment manifest of a UTC day.
@@ -224,8 +245,9 @@ pub fn parse_manifest_sk(sk: &str) -> Option<Date> {
     parse_date(sk.strip_prefix("M#")?)
 }
 
-/// `P#{YYYY-MM-DD}#{id}`: one part of a UTC day's segments (`id` is the
-/// part's content hash, 16 hex digits).
+/// `P#{YYYY-MM-DD}#{id}`: the sort key of one part of a UTC day's segments,
+/// in either layout (`id` is [`day_part_id`] of the part's content hash, or
+/// the bare hash of the first layout).
 pub fn part_sk(day: Date, id: &str) -> String {
     format!("P#{}#{}", format_date(day), escape(id))
 }
@@ -234,6 +256,48 @@ pub fn part_sk(day: Date, id: &str) -> String {
 pub fn parse_part_sk(sk: &str) -> Option<(Date, String)> {
     let (day, id) = sk.strip_prefix("P#")?.split_once('#')?;
     Some((parse_date(day)?, unescape(id)?))
+}
+
+/// The prefix of the id of a part stored under its day's partition.
+pub const DAY_PART_PREFIX: &str = "d-";
+
+/// Where a segment part is stored, as its id says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PartLayout {
+    /// The first layout: every part of a site under [`segment_pk`] (ids
+    /// without a prefix). Read until it expires; never written.
+    Site,
+    /// Parts under their UTC day's [`segment_day_pk`] (ids starting with
+    /// [`DAY_PART_PREFIX`]).
+    Day,
+}
+
+/// The id of a part written now: its content hash (16 hex digits) with
+/// [`DAY_PART_PREFIX`], so it is stored under its day's partition.
+pub fn day_part_id(hash: &str) -> String {
+    format!("{DAY_PART_PREFIX}{hash}")
+}
+
+/// The layout of the part with this id.
+pub fn part_layout(id: &str) -> PartLayout {
+    if id.starts_with(DAY_PART_PREFIX) {
+        PartLayout::Day
+    } else {
+        PartLayout::Site
+    }
+}
+
+/// The partition key of a part of a UTC day, by its id's layout.
+pub fn part_pk(site: &str, day: Date, id: &str) -> String {
+    match part_layout(id) {
+        PartLayout::Site => segment_pk(site),
+        PartLayout::Day => segment_day_pk(site, day),
+    }
+}
+
+/// The key (`pk`, `sk`) of a part of a UTC day: [`part_pk`], [`part_sk`].
+pub fn part_key(site: &str, day: Date, id: &str) -> (String, String) {
+    (part_pk(site, day, id), part_sk(day, id))
 }
 
 /// `DAY#{YYYY-MM-DD}` under [`SALT_PK`]: the shared salt of a day.
@@ -473,6 +537,30 @@ mod tests {
     }
 
     #[test]
+    fn segment_keys_have_the_documented_shape() {
+        let day = date!(2026 - 11 - 30);
+        assert_eq!(segment_pk("blog"), "SITE#blog#SEG");
+        assert_eq!(segment_day_pk("blog", day), "SITE#blog#SEG#2026-11-30");
+        assert_eq!(manifest_sk(day), "M#2026-11-30");
+        assert_eq!(
+            part_key("blog", day, &day_part_id("0123456789abcdef")),
+            (
+                "SITE#blog#SEG#2026-11-30".to_owned(),
+                "P#2026-11-30#d-0123456789abcdef".to_owned()
+            )
+        );
+        assert_eq!(
+            part_key("blog", day, "0123456789abcdef"),
+            (
+                "SITE#blog#SEG".to_owned(),
+                "P#2026-11-30#0123456789abcdef".to_owned()
+            )
+        );
+        assert_eq!(parse_segment_day_pk("SITE#blog#SEG#2026-13-01"), None);
+        assert_eq!(parse_segment_day_pk("SITE#blog#H#2026-11-30"), None);
+    }
+
+    #[test]
     fn hours_between_covers_partial_hours() {
         let h = HOUR_MS;
         assert_eq!(hours_between(h + 5, 3 * h), vec![h, 2 * h]);
@@ -516,6 +604,22 @@ mod tests {
             prop_assert_eq!(parse_part_sk(&part_sk(day, &id)), Some((day, id.clone())));
             // Manifests and parts of a day range are each one sort-key range.
             prop_assert!(manifest_sk(day) < part_sk(day, &id));
+            let day_pk = segment_day_pk(&site, day);
+            prop_assert_eq!(parse_segment_day_pk(&day_pk), Some((site.as_str(), day)));
+            prop_assert_eq!(parse_segment_pk(&day_pk), None);
+            prop_assert_eq!(parse_segment_day_pk(&pk), None);
+        }
+
+        #[test]
+        fn a_part_is_keyed_by_the_layout_its_id_names(site in site_id(), days in 0i32..2_900_000, hash in "[0-9a-f]{16}") {
+            let day = Date::from_julian_day(days + 1_721_426).unwrap();
+            let id = day_part_id(&hash);
+            prop_assert_eq!(part_layout(&id), PartLayout::Day);
+            prop_assert_eq!(part_key(&site, day, &id), (segment_day_pk(&site, day), part_sk(day, &id)));
+            prop_assert_eq!(parse_part_sk(&part_sk(day, &id)), Some((day, id.clone())));
+            // A bare hash is of the first layout, whatever its digits.
+            prop_assert_eq!(part_layout(&hash), PartLayout::Site);
+            prop_assert_eq!(part_key(&site, day, &hash), (segment_pk(&site), part_sk(day, &hash)));
         }
 
         #[test]

@@ -90,7 +90,10 @@ pub struct HourBlocks {
 /// A part: one item's worth of blocks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Part {
-    /// A content hash of the bytes (16 hex digits): the part's key suffix.
+    /// A content hash of the bytes (16 hex digits) with the prefix of the
+    /// layout it is stored in ([`crate::keys::day_part_id`]): the part's key
+    /// suffix. Parts of the first layout, still listed by older manifests,
+    /// have the bare hash.
     pub id: String,
     /// First hour of the UTC day (0-23) it holds blocks of.
     pub first: u8,
@@ -114,7 +117,8 @@ pub struct HourEntry {
 /// One part as listed in a manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartRef {
-    /// The part id (its key suffix).
+    /// The part id (its key suffix; its prefix names the partition it is
+    /// stored in, [`crate::keys::part_key`]).
     pub id: String,
     /// First hour of the day it holds.
     #[serde(rename = "f")]
@@ -338,7 +342,7 @@ fn write_part(day_start: Millis, blocks: &[&Block]) -> Part {
     let last = blocks.iter().map(|b| hour_of_day(b)).max().unwrap_or(0);
     let digest = ring::digest::digest(&ring::digest::SHA256, &out);
     Part {
-        id: hash_label(first_u64(digest.as_ref())),
+        id: crate::keys::day_part_id(&hash_label(first_u64(digest.as_ref()))),
         first,
         last,
         bytes: out,

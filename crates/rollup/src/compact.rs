@@ -21,6 +21,15 @@
 //! manifest write is conditional on the version read, so two runs cannot
 //! both win.
 //!
+//! Parts are written under their UTC day's partition (their ids say so,
+//! [`tally_core::keys::part_key`]). A day compacted before that layout
+//! keeps its parts under the site's segment partition until the job
+//! rewrites it (a verify that found a change, a repack, a late write into
+//! the open day): the new parts go to the day's partition and the old ones
+//! it replaced are deleted from the old one, each by its id. New hours of
+//! an open day are added beside its old parts, so a manifest may list
+//! both.
+//!
 //! **A re-read never shrinks a compacted hour**: when raw storage holds fewer
 //! events of an hour than its manifest lists (raw items deleted by hand, a
 //! partial restore), the compacted hour is kept (its blocks moved into the

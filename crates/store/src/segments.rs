@@ -1,11 +1,19 @@
 //! Segments in the table: a UTC day's manifest (`SITE#{site}#SEG` /
-//! `M#{date}`) and its parts (`P#{date}#{id}`, the bytes in attribute `b`).
+//! `M#{date}`) and its parts (`P#{date}#{id}`, the bytes in attribute `b`),
+//! each part under the partition its id names
+//! ([`tally_core::keys::part_key`]): its day's `SITE#{site}#SEG#{date}`, or
+//! for a part of the first layout, still listed by an older manifest,
+//! `SITE#{site}#SEG`.
 //!
-//! Manifests of a date range are one Query; parts are fetched by key with
-//! BatchGetItem (100 keys, up to 16 MB a request), so a day of a million
-//! events is one request. Parts are content-addressed: a part that exists
-//! is never written again, and a manifest points only at parts already
-//! written; old parts are deleted after the manifest that dropped them.
+//! Manifests of a date range are one Query on one partition; parts are
+//! fetched by key with BatchGetItem (100 keys, up to 16 MB a request, keys
+//! of any partitions), so a range of days is served by as many partitions
+//! as it has days. Keys left unprocessed, and a request refused for
+//! throttling after the SDK's own retries, are asked again with backoff for
+//! as long as the rounds make progress ([`STALLED_ROUNDS`]). Parts are
+//! content-addressed: a part that exists is never written again, and a
+//! manifest points only at parts already written; old parts (of either
+//! layout) are deleted after the manifest that dropped them.
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
@@ -16,10 +24,11 @@ use aws_sdk_dynamodb::types::{
     AttributeValue, DeleteRequest, KeysAndAttributes, PutRequest, ReturnConsumedCapacity,
     WriteRequest,
 };
+use futures::stream::StreamExt;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use tally_core::Millis;
-use tally_core::keys::{manifest_sk, parse_manifest_sk, parse_part_sk, part_sk, segment_pk};
+use tally_core::keys::{manifest_sk, parse_manifest_sk, parse_part_sk, part_key, segment_pk};
 use tally_core::plan::PartKey;
 use tally_core::segment::{Manifest, Part};
 use time::Date;
@@ -28,8 +37,13 @@ use time::Date;
 pub const BATCH_GET_KEYS: usize = 100;
 /// Items per BatchWriteItem request (DynamoDB's limit).
 pub const BATCH_WRITE_ITEMS: usize = 25;
-/// Rounds of unprocessed keys retried before giving up.
+/// Rounds in a row without progress (every key left unprocessed, or the
+/// request refused for throttling) before a batch gives up.
+pub const STALLED_ROUNDS: u32 = 8;
+/// Rounds of unprocessed writes retried before giving up.
 const BATCH_ROUNDS: u32 = 8;
+/// BatchGetItems one [`Store::segment_parts`] call has in flight.
+const PARALLEL_BATCHES: usize = 3;
 
 /// What writing a manifest did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,68 +91,116 @@ impl Store {
         Ok(out)
     }
 
-    /// The bytes of the parts asked for (BatchGetItem, 100 keys a request);
-    /// a part that does not exist (or has no bytes) is absent from the map.
+    /// The bytes of the parts asked for (BatchGetItem, 100 keys a request,
+    /// a few requests at once), each from the partition its id names; a
+    /// part that does not exist (or has no bytes) is absent from the map.
+    /// Unprocessed keys and throttled requests are asked again with backoff
+    /// until every key is answered, or [`STALLED_ROUNDS`] rounds in a row
+    /// made no progress ([`StoreError::Throttled`]).
     pub async fn segment_parts(
         &self,
         site: &str,
         keys: &[PartKey],
     ) -> Result<BTreeMap<PartKey, Vec<u8>>, StoreError> {
-        let pk = segment_pk(site);
+        // The requests made up front: a closure inside the stream would
+        // keep the future from being `Send` for every lifetime.
+        let requests: Vec<_> = keys
+            .chunks(BATCH_GET_KEYS)
+            .map(|chunk| self.batch_get_parts(site, chunk))
+            .collect();
+        let mut batches = futures::stream::iter(requests).buffer_unordered(PARALLEL_BATCHES);
         let mut out = BTreeMap::new();
-        for chunk in keys.chunks(BATCH_GET_KEYS) {
-            let mut pending: Vec<Item> = chunk
-                .iter()
-                .map(|(day, id)| key(pk.clone(), part_sk(*day, id)))
-                .collect();
-            let mut round = 0;
-            while !pending.is_empty() {
-                if round > 0 {
-                    backoff(round).await;
-                }
-                if round >= BATCH_ROUNDS {
-                    return Err(StoreError::Throttled);
-                }
-                round += 1;
-                let request = KeysAndAttributes::builder()
-                    .set_keys(Some(std::mem::take(&mut pending)))
-                    .build()
-                    .map_err(|e| StoreError::Request(e.to_string()))?;
-                let response = self
-                    .client
-                    .batch_get_item()
-                    .request_items(self.table(), request)
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                    .send()
-                    .await
-                    .map_err(from_sdk)?;
-                for c in response.consumed_capacity() {
-                    self.add_read_units(c.capacity_units());
-                }
-                for item in response
-                    .responses
-                    .unwrap_or_default()
-                    .remove(self.table())
-                    .unwrap_or_default()
-                {
-                    let Some(part) = string(&item, "sk").and_then(parse_part_sk) else {
-                        continue;
-                    };
-                    if let Some(AttributeValue::B(b)) = item.get("b") {
-                        out.insert(part, b.as_ref().to_vec());
-                    }
-                }
-                if let Some(mut left) = response.unprocessed_keys
-                    && let Some(k) = left.remove(self.table())
-                {
-                    pending = k.keys;
-                }
-            }
+        while let Some(got) = batches.next().await {
+            out.append(&mut got?);
         }
         Ok(out)
     }
 
-    /// Writes parts of a UTC day (BatchWriteItem, 25 a request).
+    /// One BatchGetItem of at most 100 parts, asked again until complete.
+    async fn batch_get_parts(
+        &self,
+        site: &str,
+        chunk: &[PartKey],
+    ) -> Result<BTreeMap<PartKey, Vec<u8>>, StoreError> {
+        let mut out = BTreeMap::new();
+        let mut pending: Vec<Item> = chunk
+            .iter()
+            .map(|(day, id)| {
+                let (pk, sk) = part_key(site, *day, id);
+                key(pk, sk)
+            })
+            .collect();
+        // Rounds sent, and rounds in a row that answered no key.
+        let (mut round, mut stalled) = (0u32, 0u32);
+        while !pending.is_empty() {
+            if round > 0 {
+                if stalled >= STALLED_ROUNDS {
+                    tracing::warn!(
+                        site,
+                        left = pending.len(),
+                        "segment parts still unanswered after {STALLED_ROUNDS} rounds without progress"
+                    );
+                    return Err(StoreError::Throttled);
+                }
+                backoff(stalled.max(1)).await;
+            }
+            round += 1;
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(pending.clone()))
+                .build()
+                .map_err(|e| StoreError::Request(e.to_string()))?;
+            let sent = self
+                .client
+                .batch_get_item()
+                .request_items(self.table(), request)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await;
+            let response = match sent.map_err(from_sdk) {
+                Ok(response) => response,
+                // Throttled after the SDK's own retries: nothing was read;
+                // ask again after a longer wait.
+                Err(StoreError::Throttled | StoreError::KeyThrottled) => {
+                    stalled += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for c in response.consumed_capacity() {
+                self.add_read_units(c.capacity_units());
+            }
+            let asked = pending.len();
+            pending = response
+                .unprocessed_keys
+                .and_then(|mut left| left.remove(self.table()))
+                .map(|k| k.keys)
+                .unwrap_or_default();
+            for mut item in response
+                .responses
+                .unwrap_or_default()
+                .remove(self.table())
+                .unwrap_or_default()
+            {
+                let Some(part) = string(&item, "sk").and_then(parse_part_sk) else {
+                    continue;
+                };
+                // Taken out of the item, not copied.
+                if let Some(AttributeValue::B(b)) = item.remove("b") {
+                    out.insert(part, b.into_inner());
+                }
+            }
+            // A round that answered some keys resets the wait.
+            stalled = if pending.len() < asked {
+                0
+            } else {
+                stalled + 1
+            };
+        }
+        Ok(out)
+    }
+
+    /// Writes parts of a UTC day (BatchWriteItem, 25 a request), each under
+    /// the partition its id names (a part made now: its day's).
     pub async fn put_parts(
         &self,
         site: &str,
@@ -146,11 +208,11 @@ impl Store {
         parts: &[&Part],
         ttl: Option<i64>,
     ) -> Result<(), StoreError> {
-        let pk = segment_pk(site);
         let requests = parts
             .iter()
             .map(|p| {
-                let mut item = key(pk.clone(), part_sk(day, &p.id));
+                let (pk, sk) = part_key(site, day, &p.id);
+                let mut item = key(pk, sk);
                 item.insert("b".into(), AttributeValue::B(Blob::new(p.bytes.clone())));
                 if let Some(ttl) = ttl {
                     item.insert("ttl".into(), AttributeValue::N(ttl.to_string()));
@@ -165,19 +227,20 @@ impl Store {
         self.batch_write(requests).await
     }
 
-    /// Deletes parts of a UTC day.
+    /// Deletes parts of a UTC day, each from the partition its id names (so
+    /// parts of the first layout a rewrite replaced go too).
     pub async fn delete_parts(
         &self,
         site: &str,
         day: Date,
         ids: &[&str],
     ) -> Result<(), StoreError> {
-        let pk = segment_pk(site);
         let requests = ids
             .iter()
             .map(|id| {
+                let (pk, sk) = part_key(site, day, id);
                 DeleteRequest::builder()
-                    .set_key(Some(key(pk.clone(), part_sk(day, id))))
+                    .set_key(Some(key(pk, sk)))
                     .build()
                     .map(|del| WriteRequest::builder().delete_request(del).build())
                     .map_err(|e| StoreError::Request(e.to_string()))

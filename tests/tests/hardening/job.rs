@@ -22,7 +22,7 @@ use tally_tests::faults::{Fault, FaultProxy};
 use tally_tests::generator::Rng;
 use tally_tests::reference::{Counts, Reference, decode_events};
 use tally_tests::seed::{Seeded, store_events, traffic};
-use tally_tests::{Api, Harness, run_job};
+use tally_tests::{Api, Harness, get_item, run_job};
 use time::Date;
 use time::macros::date;
 
@@ -154,19 +154,6 @@ async fn compacted(store: &Store, site: &str, except: &[Date]) {
         }
         day = day.next_day().unwrap();
     }
-}
-
-async fn get_item(store: &Store, pk: &str, sk: &str) -> Option<Item> {
-    store
-        .client()
-        .get_item()
-        .table_name(store.table())
-        .set_key(Some(key(pk, sk)))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
 }
 
 /// A client of the harness's store with the job's timeouts (the function's
