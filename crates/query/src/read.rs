@@ -34,8 +34,8 @@
 //!     Fold::new(&filter, Buckets::Hours),
 //! ];
 //! let mut read = read(store, &r, &folds).await?;   // 503 query_timeout past the deadline
-//! let pages = read.take(0).total();                 // one Aggregate
-//! let series = read.take(1).hours();                // BTreeMap<Millis, Aggregate>
+//! let pages = read.take(0).aggregates;              // Bucket::All → Aggregate
+//! let series = read.take(1).aggregates;             // Bucket::Hour(start) → Aggregate
 //! ```
 //!
 //! # How
@@ -69,7 +69,6 @@
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::store::QueryStore;
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -85,7 +84,7 @@ use tally_core::rollup::RollupSource;
 use tally_core::scan::{self, FunnelSpec, PropUse, Scan, ScanSpec, TopProps};
 use tally_core::site::Site;
 use tally_core::stream::DayIndex;
-use tally_core::zone::{Zone, format_date};
+use tally_core::zone::Zone;
 use tally_core::{HOUR_MS, Millis};
 use tally_store::detail::{Feed, StreamError, StreamLimits};
 use time::Date;
@@ -206,28 +205,12 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// The sum of every bucket.
-    pub fn total(&self) -> Aggregate {
-        total(&self.aggregates)
-    }
-
     /// The aggregates of local days (and day buckets).
     pub fn days(&self) -> BTreeMap<Date, Aggregate> {
         self.aggregates
             .iter()
             .filter_map(|(b, agg)| match b {
                 Bucket::Day(d) => Some((*d, agg.clone())),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The aggregates of hours, by start.
-    pub fn hours(&self) -> BTreeMap<Millis, Aggregate> {
-        self.aggregates
-            .iter()
-            .filter_map(|(b, agg)| match b {
-                Bucket::Hour(h) => Some((*h, agg.clone())),
                 _ => None,
             })
             .collect()
@@ -255,40 +238,6 @@ pub struct Streamed {
     pub events: u64,
     /// The most one window's scans held at once (field by field).
     pub most_held: tally_core::scan::Held,
-}
-
-/// `meta.sources`: the days each source answered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SourcesMeta {
-    /// Days from day rollups.
-    pub rollup: Option<Span>,
-    /// Days folded from segments only.
-    pub segment: Option<Span>,
-    /// Days folded with some raw hours (open hours, not yet compacted).
-    pub raw: Option<Span>,
-    /// Of the rollup days, those that are imported history (absent when
-    /// none is).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub imported: Option<Span>,
-}
-
-/// A set of days: first, last and how many.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Span {
-    /// First day.
-    pub from: String,
-    /// Last day.
-    pub to: String,
-    /// Days.
-    pub days: usize,
-}
-
-fn span(days: &[Date]) -> Option<Span> {
-    Some(Span {
-        from: format_date(*days.first()?),
-        to: format_date(*days.last()?),
-        days: days.len(),
-    })
 }
 
 /// Property keys folded per stream for [`Props::Top`] (the keys rollups
@@ -409,28 +358,12 @@ pub async fn read<S: QueryStore>(
 }
 
 impl Read {
-    /// The answers, one per fold, in order.
-    pub fn answers(&self) -> &[Answer] {
-        &self.answers
-    }
-
     /// Takes fold `i`'s answer out (an empty one past the batch).
     pub fn take(&mut self, i: usize) -> Answer {
         self.answers
             .get_mut(i)
             .map(std::mem::take)
             .unwrap_or_default()
-    }
-
-    /// Where the days came from.
-    pub fn sources(&self) -> SourcesMeta {
-        let s = self.plan.sources();
-        SourcesMeta {
-            rollup: span(&s.rollup),
-            segment: span(&s.segment),
-            raw: span(&s.raw),
-            imported: span(&self.imported),
-        }
     }
 
     /// Why some days have no answer.
@@ -862,15 +795,6 @@ async fn read_rollups<S: QueryStore>(
             )
         })
         .collect())
-}
-
-/// The sum of a map of aggregates.
-pub fn total<K>(parts: &BTreeMap<K, Aggregate>) -> Aggregate {
-    let mut out = Aggregate::default();
-    for a in parts.values() {
-        out.merge(a);
-    }
-    out
 }
 
 #[cfg(test)]
