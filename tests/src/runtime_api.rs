@@ -27,6 +27,9 @@ pub struct ColdStart {
     pub error: bool,
     /// Peak resident memory (VmHWM), KiB.
     pub peak_rss_kib: u64,
+    /// CPU time the process used (user and system), from its start to its
+    /// answer.
+    pub cpu: Duration,
 }
 
 enum Seen {
@@ -94,6 +97,7 @@ pub async fn cold_start(
     })
     .await;
     let peak_rss_kib = peak_rss(pid);
+    let cpu = cpu_time(pid);
     let _ = child.kill();
     let _ = child.wait();
     server.abort();
@@ -104,6 +108,7 @@ pub async fn cold_start(
             response,
             error,
             peak_rss_kib,
+            cpu,
         }),
         _ => Err(format!("{binary} gave no answer within {timeout:?}")),
     }
@@ -118,6 +123,23 @@ fn peak_rss(pid: u32) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
         })
         .unwrap_or(0)
+}
+
+/// User and system CPU time of a running process (`/proc/{pid}/stat`,
+/// fields 14 and 15, in clock ticks of 1/100 s).
+fn cpu_time(pid: u32) -> Duration {
+    let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // After the command name, which may hold spaces, in parentheses.
+            let rest = s.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: u64 = fields.get(11)?.parse().ok()?;
+            let system: u64 = fields.get(12)?.parse().ok()?;
+            Some(user + system)
+        })
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
 }
 
 async fn serve(

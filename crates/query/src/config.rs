@@ -76,6 +76,41 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// The defaults, with the read's streams as the environment sets them:
+    /// `TALLY_READ_WORKERS` (windows side by side; unset: one per vCPU the
+    /// function's memory buys on Lambda, [`windows_for_memory`], else one
+    /// per core) and `TALLY_PREFETCH_BYTES` (parts each window fetches
+    /// ahead).
+    pub fn from_env() -> Self {
+        let number = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+        };
+        let d = Self::default();
+        let windows = number("TALLY_READ_WORKERS")
+            .or_else(|| number("AWS_LAMBDA_FUNCTION_MEMORY_SIZE").map(windows_for_memory));
+        Self {
+            read_workers: windows.unwrap_or(d.read_workers),
+            prefetch_bytes: number("TALLY_PREFETCH_BYTES")
+                .filter(|b| *b > 0)
+                .unwrap_or(d.prefetch_bytes),
+            ..d
+        }
+    }
+}
+
+/// Windows a read streams side by side in a Lambda function of
+/// `memory_mb`: one per vCPU it is given (one per 1,769 MB, AWS's figure),
+/// at least one. A smaller function shares one vCPU, so a second window
+/// would only hold a second day's visits (measured: the 7-day dashboard of
+/// `tally-bench scale` peaks at 359 MB with two windows, 235 MB with one,
+/// in the same time on two loaded cores).
+pub fn windows_for_memory(memory_mb: usize) -> usize {
+    (memory_mb / 1769).max(1)
+}
+
 /// This instance's guards, per client network and minute, keyed by a keyed
 /// hash of the network (a per-process random key), never the address.
 #[derive(Debug)]
@@ -186,6 +221,26 @@ impl AuthGuard {
     pub fn passed(&self, ip: &str, now: Millis) {
         if let Ok(mut f) = self.failures.lock() {
             f.give_back(&self.key(ip), now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::windows_for_memory;
+
+    #[test]
+    fn a_window_per_vcpu_the_memory_buys() {
+        for (memory_mb, windows) in [
+            (128, 1),
+            (1024, 1),
+            (1768, 1),
+            (1769, 1),
+            (3538, 2),
+            (5307, 3),
+            (10240, 5),
+        ] {
+            assert_eq!(windows_for_memory(memory_mb), windows, "{memory_mb} MB");
         }
     }
 }

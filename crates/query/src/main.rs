@@ -12,7 +12,7 @@ async fn main() -> Result<(), Error> {
     tally_lambda::logging::init_tracing();
     let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
     let query = Arc::new(DynamoQuery::new(store));
-    let config = Arc::new(Config::default());
+    let config = Arc::new(Config::from_env());
     run(service_fn(move |request: Request| {
         let (query, config) = (query.clone(), config.clone());
         async move { Ok::<_, Error>(handle_with(&*query, &SystemClock, &config, request).await) }

@@ -50,9 +50,9 @@ pub struct StreamLimits {
 }
 
 /// Parts one stream may have fetched ahead by default (as stored).
-pub const PREFETCH_BYTES: usize = 12 * 1024 * 1024;
+pub const PREFETCH_BYTES: usize = 6 * 1024 * 1024;
 /// Bytes of parts one BatchGetItem asks for by default.
-pub const BATCH_BYTES: usize = 3 * 1024 * 1024;
+pub const BATCH_BYTES: usize = 1024 * 1024;
 /// Requests one stream has in flight by default.
 pub const IN_FLIGHT: usize = 3;
 

@@ -1020,17 +1020,34 @@ async fn scale_bench() {
         tally_core::zone::format_date(last)
     );
 
+    if std::env::var_os("TALLY_BENCH_HELD").is_some() {
+        held_in_process(&h, &site, now, &ranges, last).await;
+    }
     let template: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string("infra/events/query-stats.json").unwrap())
             .unwrap();
-    let env = vec![
+    // The query function as template.yaml deploys it: its memory size
+    // (which sets the windows a read streams side by side) and its malloc.
+    let mut env = vec![
         ("DYNAMODB_ENDPOINT", proxy.endpoint.clone()),
         ("TABLE_NAME", "tally".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024".to_owned()),
+        ("MALLOC_ARENA_MAX", "1".to_owned()),
     ];
+    // Extra settings for the child, `K=V;K=V` (say, the allocator's).
+    let extra = std::env::var("TALLY_BENCH_CHILD_ENV").unwrap_or_default();
+    let extra: Vec<(String, String)> = extra
+        .split(';')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    for (k, v) in &extra {
+        env.push((k.as_str(), v.clone()));
+    }
     println!(
-        "| days | request | binary | status | time | peak RSS | requests | read units | body |"
+        "| days | request | binary | status | time | CPU | peak RSS | requests | read units | body |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for d in ranges {
         let from = tally_core::zone::format_date(last - time::Duration::days(d - 1));
         let to = tally_core::zone::format_date(last);
@@ -1101,10 +1118,10 @@ async fn scale_bench() {
                         };
                         let error = serde_json::from_str::<serde_json::Value>(body)
                             .ok()
-                            .and_then(|b| b["error"].as_str().map(str::to_owned))
+                            .and_then(|b| b["error"]["code"].as_str().map(str::to_owned))
                             .unwrap_or_default();
                         println!(
-                            "| {d} | {name} | {label} | {}{} | {:.2} s | {:.0} MB | {requests} ({}) | {:.1} | {digest} |",
+                            "| {d} | {name} | {label} | {}{} | {:.2} s | {:.1} s | {:.0} MB | {requests} ({}) | {:.1} | {digest} |",
                             response["statusCode"],
                             if error.is_empty() {
                                 String::new()
@@ -1112,6 +1129,7 @@ async fn scale_bench() {
                                 format!(" {error}")
                             },
                             (run.first_response - run.init).as_secs_f64(),
+                            run.cpu.as_secs_f64(),
                             run.peak_rss_kib as f64 / 1024.0,
                             ops.iter()
                                 .map(|(op, n)| format!("{n} {op}"))
@@ -1121,9 +1139,74 @@ async fn scale_bench() {
                         );
                     }
                     Err(e) => {
-                        println!("| {d} | {name} | {label} | no answer: {e} | | | {requests} | | |")
+                        println!(
+                            "| {d} | {name} | {label} | no answer: {e} | | | | {requests} | | |"
+                        )
                     }
                 }
+            }
+        }
+    }
+}
+
+/// The most one window's scans hold (`Read::streamed`), in this process,
+/// for the folds of `scale`'s requests, in one window and in two.
+async fn held_in_process(h: &Harness, site: &Site, now: i64, ranges: &[i64], last: time::Date) {
+    use tally_core::dimension::Dimension;
+    use tally_query::read::{Buckets, Fold, Props, Request, read};
+    let query = DynamoQuery::new(h.store.clone());
+    let zone = site.zone();
+    let de = Filter::parse("country==DE").unwrap();
+    let all = Filter::default();
+    let dims = tally_query::DASHBOARD_DIMENSIONS;
+    for d in ranges {
+        let range = tally_core::range::DateRange {
+            from: last - time::Duration::days(d - 1),
+            to: last,
+        };
+        let folds: [(&str, Vec<Fold<'_>>); 4] = [
+            ("stats", vec![Fold::new(&de, Buckets::Total)]),
+            (
+                "breakdown",
+                vec![Fold::new(&de, Buckets::Total).dims(&[Dimension::Page])],
+            ),
+            ("hourly", vec![Fold::new(&all, Buckets::Hours)]),
+            (
+                "dashboard",
+                vec![
+                    Fold::new(&all, Buckets::Days)
+                        .dims(&dims)
+                        .props(Props::Top(tally_query::DASHBOARD_PROPS)),
+                ],
+            ),
+        ];
+        for workers in [1, 2] {
+            for (name, folds) in &folds {
+                let config = Config {
+                    read_workers: workers,
+                    ..Config::default()
+                };
+                let r = Request {
+                    site,
+                    zone: &zone,
+                    range,
+                    goals: &[],
+                    goals_fp: "",
+                    now,
+                    config: &config,
+                    deadline: None,
+                };
+                let t = Instant::now();
+                let got = read(&query, &r, folds).await.unwrap();
+                let s = got.streamed();
+                println!(
+                    "in process: {d} days, {name}, {} window(s): {:.1} s, {} events, most held by one window {:.1} MB ({:?})",
+                    s.windows,
+                    t.elapsed().as_secs_f64(),
+                    s.events,
+                    s.most_held.bytes as f64 / 1e6,
+                    s.most_held
+                );
             }
         }
     }

@@ -279,21 +279,28 @@ pub(crate) struct VisitView<'a> {
     pub scols: &'a [u32],
 }
 
-/// A kept visit, as the second pass needs it.
+/// A kept visit, as the second pass needs it (48 bytes: a day holds one
+/// per visit; offsets into a day's buffers and a visit's counts fit 32
+/// bits, and a visit lasts at most a day and its spill).
 #[derive(Debug, Clone)]
 struct Visit {
     visitor: u64,
-    pageviews: u64,
-    events: u64,
-    bounce: u64,
-    duration_ms: u64,
-    ids_at: usize,
-    values_at: usize,
-    revenue_at: usize,
-    engaged_at: usize,
-    pevents_at: usize,
+    pageviews: u32,
+    events: u32,
+    duration_ms: u32,
+    ids_at: u32,
+    values_at: u32,
+    revenue_at: u32,
+    engaged_at: u32,
+    pevents_at: u32,
     pevents: u32,
+    bounce: u8,
     reach: u8,
+}
+
+/// A buffer position as a visit keeps it.
+fn at32(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
 }
 
 /// A counted page view or custom event with its folded properties.
@@ -359,6 +366,16 @@ impl<K> Pending<K> {
             + self.pairs.capacity() * 8
             + self.order.capacity() * std::mem::size_of::<(K, u32, u32)>()
             + self.first.capacity() * 16
+    }
+}
+
+/// Makes room for `n` more in `v`, growing it by a quarter of its length
+/// (at least `n` and 1,024) when it has less: a day's pending visits are
+/// the scan's largest buffers, and doubling would leave up to half of them
+/// unused (a reallocation of a large buffer is a remap, not a copy).
+fn room<T>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() - v.len() < n {
+        v.reserve_exact((v.len() / 4).max(n).max(1024));
     }
 }
 
@@ -725,20 +742,31 @@ impl<'s> Engine<'s> {
             (n(PAGE), n(CUSTOM))
         };
         let (entry, exit) = (f.entry, f.exit);
+        // Room for what this visit may add, so the day's buffers (the
+        // scan's largest) grow by a quarter, not by doubling.
+        let lists = self.slots.len() * rows.len().max(1) * (1 + self.goals.len());
+        room(&mut p.visits, 1);
+        room(&mut p.order, 1);
+        room(&mut p.ids, self.slots.len() + lists);
+        room(&mut p.engaged, lists);
+        room(&mut p.values, lists);
+        room(&mut p.revenue, lists);
+        room(&mut p.pevents, rows.len());
+        room(&mut p.pairs, v.pairs.len());
         let index = u32::try_from(p.visits.len()).unwrap_or(NONE);
         let visitor = *p.first.entry(f.visitor).or_insert(index);
         p.order.push((k, visitor, index));
         p.visits.push(Visit {
             visitor: f.visitor,
-            pageviews: u64::from(pageviews),
-            events: u64::from(events),
-            bounce: u64::from(f.bounce),
-            duration_ms: f.duration_ms,
-            ids_at: p.ids.len(),
-            values_at: p.values.len(),
-            revenue_at: p.revenue.len(),
-            engaged_at: p.engaged.len(),
-            pevents_at: p.pevents.len(),
+            pageviews,
+            events,
+            bounce: u8::from(f.bounce),
+            duration_ms: u32::try_from(f.duration_ms).unwrap_or(u32::MAX),
+            ids_at: at32(p.ids.len()),
+            values_at: at32(p.values.len()),
+            revenue_at: at32(p.revenue.len()),
+            engaged_at: at32(p.engaged.len()),
+            pevents_at: at32(p.pevents.len()),
             pevents: 0,
             reach: 0,
         });
@@ -874,10 +902,10 @@ impl<'s> Engine<'s> {
                     totals.visitors += 1;
                 }
                 totals.visits += 1;
-                totals.pageviews += v.pageviews;
-                totals.bounces += v.bounce;
-                totals.duration_ms = totals.duration_ms.saturating_add(v.duration_ms);
-                totals.events += v.events;
+                totals.pageviews += u64::from(v.pageviews);
+                totals.bounces += u64::from(v.bounce);
+                totals.duration_ms = totals.duration_ms.saturating_add(u64::from(v.duration_ms));
+                totals.events += u64::from(v.events);
                 self.add_cells(d, p, &keys, i as usize);
             }
             if !self.steps.is_empty() {
@@ -903,8 +931,12 @@ impl<'s> Engine<'s> {
     fn add_cells<K>(&mut self, d: &Dicts, p: &Pending<K>, keys: &[u32], i: usize) {
         let v = &p.visits[i];
         let visit = i + 1;
-        let (mut at, mut value_at, mut revenue_at, mut engaged_at) =
-            (v.ids_at, v.values_at, v.revenue_at, v.engaged_at);
+        let (mut at, mut value_at, mut revenue_at, mut engaged_at) = (
+            v.ids_at as usize,
+            v.values_at as usize,
+            v.revenue_at as usize,
+            v.engaged_at as usize,
+        );
         for (slot, cells) in self.slots.iter().zip(self.cells.iter_mut()) {
             match *slot {
                 Slot::Session(_, dim) => {
@@ -912,10 +944,10 @@ impl<'s> Engine<'s> {
                     at += 1;
                     if id != NONE {
                         let m = cells.visit(id, visit, v.visitor);
-                        m.pageviews += v.pageviews;
-                        m.bounces += v.bounce;
-                        m.duration_ms = m.duration_ms.saturating_add(v.duration_ms);
-                        m.events += v.events;
+                        m.pageviews += u64::from(v.pageviews);
+                        m.bounces += u64::from(v.bounce);
+                        m.duration_ms = m.duration_ms.saturating_add(u64::from(v.duration_ms));
+                        m.events += u64::from(v.events);
                         if dim == Dimension::EntryPage {
                             m.entries += 1;
                         }
@@ -936,7 +968,7 @@ impl<'s> Engine<'s> {
                         m.pageviews += 1;
                         if id & ENTRY != 0 {
                             m.entries += 1;
-                            m.bounces += v.bounce;
+                            m.bounces += u64::from(v.bounce);
                         }
                     }
                     at += 1 + n;
@@ -1066,7 +1098,7 @@ impl<'s> Engine<'s> {
         for &(_, _, i) in run {
             let v = &p.visits[i as usize];
             let visitor = v.visitor;
-            let mut at = v.ids_at;
+            let mut at = v.ids_at as usize;
             for (j, slot) in self.slots.iter().enumerate() {
                 let (start, len) = match slot {
                     Slot::Session(..) | Slot::Empty => (at, 1),
@@ -1122,7 +1154,8 @@ fn prop_ids<'p, K>(
     key: u32,
     none: u32,
 ) -> impl Iterator<Item = u32> + use<'p, K> {
-    p.pevents[v.pevents_at..v.pevents_at + v.pevents as usize]
+    let from = v.pevents_at as usize;
+    p.pevents[from..from + v.pevents as usize]
         .iter()
         .map(move |e| {
             let id = p.pairs[e.at..e.at + e.n as usize]
