@@ -366,3 +366,35 @@ async fn authorize<S: QueryStore>(
         .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
     Ok((site, Access::Key))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_bodies_name_what_the_credential_allows() {
+        let site = Site::new("a.example", &["a.example".into()], "UTC", 0).unwrap();
+        let key = serde_json::to_value(AccessBody::of(&site, &Access::Key)).unwrap();
+        assert_eq!(
+            key,
+            serde_json::json!({"site": "a.example", "access": "key"})
+        );
+        let link = Share {
+            hash: "h".into(),
+            prefix: "ts_a".into(),
+            label: "team".into(),
+            filter: "page==/blog".into(),
+            created_at: 1,
+            expires_at: Some(5),
+            password: None,
+            revoked_at: None,
+        };
+        let body = serde_json::to_value(AccessBody::of(&site, &Access::Share(link))).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"site": "a.example", "access": "share", "label": "team",
+                "filter": "page==/blog", "expires_at": 5, "password": false})
+        );
+    }
+}

@@ -190,3 +190,59 @@ pub fn plausible_error_response(e: &ApiError) -> Response<Body> {
     };
     json_response(status, &PlausibleErrorBody { error })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn body(r: &Response<Body>) -> serde_json::Value {
+        serde_json::from_slice(r.body().as_ref()).unwrap()
+    }
+
+    #[test]
+    fn errors_are_typed_bodies() {
+        let r = error_response(&ApiError::bad_request(
+            "unknown_metric",
+            "unknown metric \"x\"",
+        ));
+        assert_eq!(r.status(), 400);
+        assert_eq!(
+            r.body().as_ref(),
+            br#"{"error":{"code":"unknown_metric","message":"unknown metric \"x\""}}"#
+        );
+        assert_eq!(r.headers()["content-type"], "application/json");
+        assert_eq!(r.headers()["cache-control"], "no-store");
+        let parsed: ApiError = ParseError::new("invalid_date", "bad").into();
+        assert_eq!(parsed, ApiError::bad_request("invalid_date", "bad"));
+    }
+
+    #[test]
+    fn plausible_errors_say_what_plausible_says() {
+        // A key of another site is, as Plausible says, an invalid key.
+        let forbidden = ApiError::from(AuthError::Forbidden);
+        let r = plausible_error_response(&forbidden);
+        assert_eq!(r.status(), 401);
+        assert!(
+            body(&r)["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("Invalid API key or site ID.")
+        );
+        let missing = ApiError {
+            status: 401,
+            code: "missing_key",
+            message: "Missing API key.".into(),
+        };
+        let r = plausible_error_response(&missing);
+        assert_eq!(
+            (r.status().as_u16(), body(&r)),
+            (401, serde_json::json!({"error": "Missing API key."}))
+        );
+        let r = plausible_error_response(&ApiError::bad_request("invalid_query", "#: nope"));
+        assert_eq!(
+            (r.status().as_u16(), body(&r)),
+            (400, serde_json::json!({"error": "#: nope"}))
+        );
+    }
+}
