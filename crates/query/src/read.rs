@@ -19,8 +19,8 @@
 //! [`read`] answers one [`Answer`] per fold, in order: an aggregate per
 //! [`Bucket`] that has visits (the fold's rows of its dimensions and keys),
 //! the funnel's steps, the property keys it folded; and with them the
-//! read's `meta.sources` ([`Read::sources`]) and `meta.warnings`
-//! ([`Read::warnings`]). Folds of different filters, dimensions or buckets
+//! read's `meta.sources` and `meta.warnings` ([`Read::into_folded`],
+//! [`Read::warnings`]). Folds of different filters, dimensions or buckets
 //! share one read: a report and its conversion-rate base, a dashboard's
 //! panels, a typed query's parts. The typed query model's
 //! `tally_core::query::fold::FoldRequest`s of one range are folds of one
