@@ -753,10 +753,38 @@ pub fn percent(part: u64, whole: u64) -> Rounded {
     round_ratio(part as i128 * 100, whole as i128, 10)
 }
 
-/// Percent change from `previous` to `current` (displayed values), 1
-/// decimal; `None` when `previous` is 0.
-pub fn change(current: f64, previous: f64) -> Option<Rounded> {
-    let c = (current * 100.0).round() as i128;
-    let p = (previous * 100.0).round() as i128;
-    (p != 0).then(|| round_ratio((c - p) * 100, p, 10))
+/// A metric's exact value as a fraction `(numerator, denominator)`; a
+/// zero denominator (a rate of no visits) stands for 0.
+pub type Exact = (i128, i128);
+
+/// The exact values of the metrics `stats` compares, by name: counts over
+/// 1, rates as the fractions they are.
+pub fn exact(c: &Counts) -> [(&'static str, Exact); 7] {
+    let n = |x: u64| x as i128;
+    [
+        ("visitors", (n(c.visitors), 1)),
+        ("visits", (n(c.visits), 1)),
+        ("pageviews", (n(c.pageviews), 1)),
+        ("views_per_visit", (n(c.pageviews), n(c.visits))),
+        ("bounce_rate", (n(c.bounces) * 100, n(c.visits))),
+        ("visit_duration", (n(c.duration_ms), n(c.visits) * 1000)),
+        ("events", (n(c.events), 1)),
+    ]
+}
+
+/// Percent change from `previous` to `current`, from the exact values,
+/// 1 decimal; `None` when `previous` is 0.
+pub fn change(current: Exact, previous: Exact) -> Option<Rounded> {
+    let (a, b) = if current.1 == 0 { (0, 1) } else { current };
+    let (x, y) = previous;
+    (y != 0 && x != 0).then(|| round_ratio((a * y - x * b) * 100, x * b, 10))
+}
+
+/// The difference `current − previous` of two exact values, 1 decimal
+/// (the bounce rate's change, in points); `None` when `previous` has no
+/// denominator (no visits to compare with).
+pub fn difference(current: Exact, previous: Exact) -> Option<Rounded> {
+    let (a, b) = if current.1 == 0 { (0, 1) } else { current };
+    let (x, y) = previous;
+    (y != 0).then(|| round_ratio(a * y - x * b, b * y, 10))
 }

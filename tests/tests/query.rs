@@ -322,18 +322,6 @@ impl Check {
     }
 }
 
-fn displayed(c: &Counts) -> [(&'static str, f64); 7] {
-    [
-        ("visitors", c.visitors as f64),
-        ("visits", c.visits as f64),
-        ("pageviews", c.pageviews as f64),
-        ("views_per_visit", reference::views_per_visit(c).value),
-        ("bounce_rate", reference::bounce_rate(c).value),
-        ("visit_duration", reference::visit_duration(c).value),
-        ("events", c.events as f64),
-    ]
-}
-
 /// A site under test: its id, zone, key and reference.
 struct Subject<'a> {
     rig: &'a Rig,
@@ -369,37 +357,25 @@ impl Subject<'_> {
         c.text(&ctx, &json["meta"], "time_zone", self.zone.name());
         c.text(&ctx, &json["meta"]["comparison"], "from", &format_date(pf));
         c.text(&ctx, &json["meta"]["comparison"], "to", &format_date(pt));
-        let now = displayed(&cur);
-        let before = displayed(&prev);
+        let now = reference::exact(&cur);
+        let before = reference::exact(&prev);
         for ((name, n), (_, p)) in now.iter().zip(before.iter()) {
             let cctx = format!("{ctx} change");
-            if *name == "bounce_rate" && prev.visits == 0 {
-                // No visits before: no bounce rate to compare with.
-                c.compared += 1;
-                if !json["change"][name].is_null() {
-                    c.fail(format!(
-                        "{cctx}: bounce_rate: expected null, got {}",
-                        json["change"][name]
-                    ));
-                }
-            } else if *name == "bounce_rate" {
-                c.rounded(
-                    &cctx,
-                    &json["change"],
-                    name,
-                    reference::round_ratio(((n - p) * 10.0).round() as i128, 10, 10),
-                );
+            let expected = if *name == "bounce_rate" {
+                // In points; null when there were no visits before.
+                reference::difference(*n, *p)
             } else {
-                match reference::change(*n, *p) {
-                    Some(r) => c.rounded(&cctx, &json["change"], name, r),
-                    None => {
-                        c.compared += 1;
-                        if !json["change"][name].is_null() {
-                            c.fail(format!(
-                                "{cctx}: {name}: expected null (previous is 0), got {}",
-                                json["change"][name]
-                            ));
-                        }
+                reference::change(*n, *p)
+            };
+            match expected {
+                Some(r) => c.rounded(&cctx, &json["change"], name, r),
+                None => {
+                    c.compared += 1;
+                    if !json["change"][name].is_null() {
+                        c.fail(format!(
+                            "{cctx}: {name}: expected null (nothing before to compare with), got {}",
+                            json["change"][name]
+                        ));
                     }
                 }
             }
