@@ -87,6 +87,17 @@ impl<'a> AccessBody<'a> {
     }
 }
 
+/// `GET …/access`, as JSON (a file format is refused: it has no rows).
+pub(crate) fn describe(
+    request: &Request,
+    site: &Site,
+    access: &Access,
+) -> Result<Response<Body>, ApiError> {
+    let format = crate::doors::reports::format(request)?;
+    let body = AccessBody::of(site, access);
+    crate::download::respond_rows(&body, None, format, &site.id, "access")
+}
+
 /// What `POST …/unlock` takes.
 #[derive(Debug, Deserialize)]
 struct UnlockRequest {

@@ -42,7 +42,7 @@ pub use crate::config::{
 pub use crate::page::{DASHBOARD, dashboard_response};
 pub use tally_core::query::tally::{DASHBOARD_DIMENSIONS, DASHBOARD_LIMIT, DASHBOARD_PROPS};
 
-use crate::access::{AccessBody, Readers};
+use crate::access::Readers;
 use crate::batch::Reader;
 use crate::doors::{plausible, realtime, reports};
 use crate::error::{ApiError, error_response, json_response, plausible_error_response};
@@ -143,15 +143,9 @@ async fn route<S: QueryStore, C: Clock>(
                 ["dashboard"] => report(Endpoint::Dashboard, None).await,
                 ["funnels", id] => report(Endpoint::Funnel, Some(id)).await,
                 ["funnels"] => Box::pin(reports::funnels(store, request, &site.id)).await,
-                ["access"] => {
-                    let format = reports::format(request)?;
-                    let body = AccessBody::of(&site, &access);
-                    download::respond_rows(&body, None, format, &site.id, &name)
-                }
+                ["access"] => access::describe(request, &site, &access),
                 ["realtime"] => {
-                    let format = reports::format(request)?;
-                    let body = Box::pin(realtime::report(store, &site, &access, now)).await?;
-                    download::respond_rows(&body, None, format, &site.id, &name)
+                    Box::pin(realtime::report(store, request, &site, &access, now)).await
                 }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",

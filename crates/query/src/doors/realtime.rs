@@ -3,8 +3,11 @@
 //! and Plausible v1's `realtime/visitors`.
 
 use crate::access::Access;
+use crate::doors::reports;
+use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
+use lambda_http::{Body, Request, Response};
 use tally_core::MINUTE_MS;
 use tally_core::Millis;
 use tally_core::query::realtime::{self, Realtime, WINDOW_MS};
@@ -23,14 +26,17 @@ pub(crate) async fn count<S: QueryStore>(
     Ok(realtime::count(&events))
 }
 
-/// `GET …/realtime`: not through a filtered shared link (its filter
-/// cannot narrow who is on the site now).
+/// `GET …/realtime`, as JSON: not through a filtered shared link (its
+/// filter cannot narrow who is on the site now); a file format is refused
+/// (it has no rows).
 pub(crate) async fn report<S: QueryStore>(
     store: &S,
+    request: &Request,
     site: &Site,
     access: &Access,
     now: Millis,
-) -> Result<RealtimeBody, ApiError> {
+) -> Result<Response<Body>, ApiError> {
+    let format = reports::format(request)?;
     if matches!(access, Access::Share(s) if !s.filter.is_empty()) {
         return Err(ApiError {
             status: 403,
@@ -39,5 +45,6 @@ pub(crate) async fn report<S: QueryStore>(
         });
     }
     let now_on = count(store, site, now).await?;
-    Ok(RealtimeBody::new(&site.id, &now_on))
+    let body = RealtimeBody::new(&site.id, &now_on);
+    download::respond_rows(&body, None, format, &site.id, "realtime")
 }
