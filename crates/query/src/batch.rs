@@ -63,6 +63,7 @@ impl<'a> Reader<'a> {
             zone: &self.zone,
             now: self.now,
             first_day,
+            goals: None,
         }
     }
 

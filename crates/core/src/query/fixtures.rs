@@ -30,6 +30,7 @@ pub fn context(zone: &Zone) -> Context<'_> {
         zone,
         now: now(),
         first_day: date!(2026 - 01 - 15),
+        goals: None,
     }
 }
 

@@ -88,6 +88,9 @@ pub struct Context<'a> {
     pub now: Millis,
     /// The site's first local day (for `all`).
     pub first_day: Date,
+    /// The site's goals, when the door has read them: Plausible's parsers
+    /// refuse a goal filter naming another (`None` skips the check).
+    pub goals: Option<&'a [crate::goal::Goal]>,
 }
 
 /// One dimension of a query.

@@ -15,6 +15,7 @@ use crate::error::{ApiError, json_response, typed_response};
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
+use tally_core::query::Context;
 use tally_core::query::plausible::{body, v1, v2};
 use tally_store::clock::Clock;
 
@@ -50,7 +51,12 @@ pub(crate) async fn v2<S: QueryStore, C: Clock>(
     let (site, _) =
         access::authenticate(store, config, request, site_id, now, Readers::Keys).await?;
     let reader = Reader::new(&site, now, config);
-    let parsed = v2::parse(&body, &reader.context())?;
+    let goals = store.goals(&site.id).await?;
+    let ctx = Context {
+        goals: Some(&goals),
+        ..reader.context()
+    };
+    let parsed = v2::parse(&body, &ctx)?;
     let answers = Box::pin(reader.answer(store, std::slice::from_ref(&parsed.query))).await?;
     let answer = answers.into_iter().next().unwrap_or_default();
     Ok(typed_response(&body::v2(&parsed, &answer)))
@@ -66,13 +72,15 @@ pub(crate) async fn v1<S: QueryStore, C: Clock>(
     rest: &[&str],
 ) -> Result<Response<Body>, ApiError> {
     let params = params(request);
-    let site_id = params
-        .get("site_id")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| bad("site_id is required"))?;
     if request.headers().get("authorization").is_none() {
         return Err(missing_key());
     }
+    let site_id = params
+        .get("site_id")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            bad("Missing site ID. Please provide the required site_id parameter with your request.")
+        })?;
     let now = clock.now();
     let (site, _) =
         access::authenticate(store, config, request, site_id, now, Readers::Keys).await?;
@@ -92,7 +100,12 @@ pub(crate) async fn v1<S: QueryStore, C: Clock>(
         }
     };
     let reader = Reader::new(&site, now, config);
-    let parsed = v1::parse(endpoint, &params, &reader.context())?;
+    let goals = store.goals(&site.id).await?;
+    let ctx = Context {
+        goals: Some(&goals),
+        ..reader.context()
+    };
+    let parsed = v1::parse(endpoint, &params, &ctx)?;
     let answers = Box::pin(reader.answer(store, std::slice::from_ref(&parsed.query))).await?;
     let answer = answers.into_iter().next().unwrap_or_default();
     Ok(typed_response(&body::v1(&parsed, &answer)))

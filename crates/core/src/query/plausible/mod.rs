@@ -68,6 +68,34 @@ pub(crate) fn invalid(message: impl Into<String>) -> ParseError {
     ParseError::new("invalid_query", message)
 }
 
+/// A goal filter naming a goal the site has not configured (v1 words a
+/// page goal, `Visit /path`, as its pathname's).
+pub(crate) fn goal_not_configured(name: &str, v1: bool) -> ParseError {
+    let what = match name.strip_prefix("Visit ") {
+        Some(path) if v1 => format!("The pageview goal for the pathname `{path}`"),
+        _ => format!("The goal `{name}`"),
+    };
+    invalid(format!(
+        "{what} is not configured for this site. Find out how to configure goals here: https://plausible.io/docs/stats-api#filtering-by-goals"
+    ))
+}
+
+/// Plausible's dimensions that Tally does not answer.
+const UNSUPPORTED: [&str; 7] = [
+    "visit:browser_version",
+    "visit:os_version",
+    "visit:country_name",
+    "visit:region_name",
+    "visit:city_name",
+    "visit:entry_page_hostname",
+    "visit:exit_page_hostname",
+];
+
+/// Whether Plausible knows a dimension (Tally may not answer it).
+pub fn known_dimension(name: &str) -> bool {
+    UNSUPPORTED.contains(&name) || dimension(name).is_ok()
+}
+
 /// A dimension by Plausible's name.
 pub fn dimension(name: &str) -> Result<QueryDimension, ParseError> {
     let dim = |d| Ok(QueryDimension::Dim(d));
@@ -102,7 +130,7 @@ pub fn dimension(name: &str) -> Result<QueryDimension, ParseError> {
             Some(key) if other.starts_with("event:props:") => {
                 Ok(QueryDimension::Prop(key.to_owned()))
             }
-            _ if other.starts_with("visit:") => Err(invalid(format!(
+            _ if UNSUPPORTED.contains(&other) => Err(invalid(format!(
                 "Invalid dimension \"{other}\": not supported by Tally"
             ))),
             _ => Err(invalid(format!("Invalid dimension \"{other}\""))),

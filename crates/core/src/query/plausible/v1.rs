@@ -1,25 +1,68 @@
 //! Plausible's Stats API v1 (https://plausible.io/docs/stats-api-v1):
 //! the query string of `aggregate`, `timeseries` and `breakdown` parsed
-//! into a typed [`Query`], refused as v2 refuses the same query (v2's
-//! JSON-pointer texts), after v1's own checks (`period`, `filters`,
-//! `interval`, `property`, `limit`, `page`, `compare`).
+//! into a typed [`Query`], refused as Plausible's v1 controller refuses it
+//! and with its texts, in its order: `period`, `date`, `property`,
+//! `interval`, `filters` (known properties, configured goals), `metrics`
+//! (each metric's own rule), then `limit`, `page` and `compare`.
+//!
+//! Beyond Plausible's v1, Tally also takes the periods `28d`, `91d`,
+//! `year` and `all`, `interval=week|hour`, the `visit:screen` property and
+//! `~` (contains) filters.
 //!
 //! `realtime/visitors` is no query of the range: the door counts it.
 
 use crate::filter::Filter;
 use crate::query::metric::ChangeRule;
-use crate::query::plausible::invalid;
 use crate::query::plausible::v2::{
     self, Clause, RangeSpec, at_filter, default_order, metrics_named, push_clauses,
 };
+use crate::query::plausible::{goal_not_configured, invalid};
 use crate::query::{Comparison, Context, Page, ParseError, Query};
 use crate::range::Compare;
+use crate::zone::parse_date;
 use std::collections::BTreeMap;
 
 /// Most rows of one breakdown page (Plausible's limit).
 pub const MAX_LIMIT: usize = 1000;
 /// Rows of one breakdown page by default.
 pub const DEFAULT_LIMIT: usize = 100;
+
+/// Where Plausible's v1 errors point for the accepted values.
+const PERIODS_DOCS: &str = "https://plausible.io/docs/stats-api#time-periods";
+const PROPERTIES_DOCS: &str = "https://plausible.io/docs/stats-api#properties";
+
+/// The periods v1 takes: Plausible's, then Tally's own.
+const PERIODS: [&str; 11] = [
+    "day", "7d", "30d", "month", "6mo", "12mo", "custom", "28d", "91d", "year", "all",
+];
+
+/// The properties Plausible's v1 knows (`Legacy.Dimensions`), and
+/// `visit:screen`; `event:props:<key>` besides.
+const PROPERTIES: [&str; 23] = [
+    "event:page",
+    "event:name",
+    "event:goal",
+    "event:hostname",
+    "visit:source",
+    "visit:channel",
+    "visit:country",
+    "visit:region",
+    "visit:city",
+    "visit:entry_page",
+    "visit:exit_page",
+    "visit:referrer",
+    "visit:utm_medium",
+    "visit:utm_source",
+    "visit:utm_campaign",
+    "visit:utm_content",
+    "visit:utm_term",
+    "visit:device",
+    "visit:os",
+    "visit:os_version",
+    "visit:browser",
+    "visit:browser_version",
+    "visit:screen",
+];
 
 /// Which v1 report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +89,7 @@ pub struct Request {
     pub key: String,
 }
 
-/// A v1 filter as written: operator, dimension, values.
+/// A v1 filter as written: operator, property, values.
 type Part = (&'static str, String, Vec<String>);
 
 /// Parses a v1 request's parameters (`site_id` and the key are the
@@ -57,36 +100,47 @@ pub fn parse(
     ctx: &Context<'_>,
 ) -> Result<Request, ParseError> {
     let get = |k: &str| params.get(k).map(String::as_str).filter(|s| !s.is_empty());
+    let period = get("period").unwrap_or("30d");
+    if !PERIODS.contains(&period) {
+        return Err(invalid(format!(
+            "Error parsing `period` parameter: invalid period `{period}`. Please find accepted values in our docs: {PERIODS_DOCS}"
+        )));
+    }
+    let spec = period_spec(period, params.get("date").map(String::as_str))?;
+    let property = match endpoint {
+        Endpoint::Breakdown => Some(property(get("property"))?),
+        _ => None,
+    };
+    let interval = match endpoint {
+        Endpoint::Timeseries => Some(match get("interval") {
+            None => None,
+            Some("date" | "day") => Some("time:day"),
+            Some("month") => Some("time:month"),
+            Some("week") => Some("time:week"),
+            Some("hour") => Some("time:hour"),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "Error parsing `interval` parameter: invalid interval `{other}`. Valid intervals are `day`, `month`"
+                )));
+            }
+        }),
+        _ => None,
+    };
+    let parts = match get("filters") {
+        Some(f) => filter_parts(f)?,
+        None => Vec::new(),
+    };
+    check_filters(&parts, ctx)?;
     let names: Vec<String> = get("metrics")
         .unwrap_or("visitors")
         .split(',')
         .map(|m| m.trim().to_owned())
         .collect();
-    let period = get("period").unwrap_or("30d");
-    let spec = period_spec(period, get("date"))?;
-    let parts = match get("filters") {
-        Some(f) => filter_parts(f)?,
-        None => Vec::new(),
+    check_metrics(&names, property, &parts)?;
+    let page = match endpoint {
+        Endpoint::Breakdown => Some(page_of(get("limit"), get("page"))?),
+        _ => None,
     };
-    let (dimension, page) = match endpoint {
-        Endpoint::Aggregate => (None, None),
-        Endpoint::Timeseries => {
-            let interval = match get("interval").unwrap_or("date") {
-                "date" | "day" => "time:day",
-                "month" => "time:month",
-                "week" => "time:week",
-                "hour" => "time:hour",
-                other => return Err(invalid(format!("unknown interval {other:?}"))),
-            };
-            (Some(interval), None)
-        }
-        Endpoint::Breakdown => {
-            let property = get("property").ok_or_else(|| invalid("property is required"))?;
-            (Some(property), Some(page_of(get("limit"), get("page"))?))
-        }
-    };
-    // As v2 checks a query: metrics, range, dimensions, filters, then what
-    // may not be combined.
     let metrics = metrics_named(names.iter().map(|n| (n.as_str(), quoted(n))))?;
     // A named period is anchored on `date` when given.
     let anchor = match spec {
@@ -94,7 +148,18 @@ pub fn parse(
         _ => None,
     };
     let (range, window, _) = v2::date_range(Some(spec), anchor, ctx)?;
-    let dimensions = v2::dimensions(dimension.into_iter().map(Some))?;
+    // Without `interval`, the period's own: hours of a day, months of
+    // `6mo`, `12mo` and `year`, else days (`all` by its length).
+    let time = interval.map(|i| {
+        i.unwrap_or(match period {
+            "day" => "time:hour",
+            "6mo" | "12mo" | "year" => "time:month",
+            "all" if whole_months(range.from, range.to) > 0 => "time:month",
+            "all" if range.from == range.to => "time:hour",
+            _ => "time:day",
+        })
+    });
+    let dimensions = v2::dimensions(time.or(property).into_iter().map(Some))?;
     let mut predicates = Vec::new();
     for (i, (op, name, values)) in parts.into_iter().enumerate() {
         let clause = (|| {
@@ -112,7 +177,7 @@ pub fn parse(
         page: page.unwrap_or(query.page),
         ..query
     };
-    v2::validate(&query)?;
+    v2::limits(&query)?;
     let compare = match (endpoint, get("compare")) {
         (Endpoint::Aggregate, Some("previous_period")) => Some(Comparison {
             range: Compare::Previous.range(range),
@@ -123,10 +188,10 @@ pub fn parse(
         }
         _ => None,
     };
-    let key = match (endpoint, dimension) {
-        (Endpoint::Breakdown, Some("event:name")) => "name".to_owned(),
-        (Endpoint::Breakdown, Some(p)) => p.rsplit(':').next().unwrap_or(p).to_owned(),
-        _ => String::new(),
+    let key = match property {
+        Some("event:name") => "name".to_owned(),
+        Some(p) => p.rsplit(':').next().unwrap_or(p).to_owned(),
+        None => String::new(),
     };
     Ok(Request {
         endpoint,
@@ -136,31 +201,91 @@ pub fn parse(
     })
 }
 
+/// Whole months from one day to another (Timex's `diff` in months).
+fn whole_months(from: time::Date, to: time::Date) -> i32 {
+    let months = (to.year() - from.year()) * 12 + i32::from(u8::from(to.month()))
+        - i32::from(u8::from(from.month()));
+    months - i32::from(to.day() < from.day())
+}
+
 /// A name as a JSON string (v2's error texts quote what was written).
 fn quoted(name: &str) -> String {
     serde_json::Value::from(name).to_string()
 }
 
-/// v1's `period` (and `date`) as a v2 date range.
-fn period_spec<'a>(period: &'a str, date: Option<&'a str>) -> Result<RangeSpec<'a>, ParseError> {
-    let custom = "a custom period needs date=YYYY-MM-DD,YYYY-MM-DD";
-    match (period, date) {
-        ("custom", Some(d)) => {
-            let (a, b) = d.split_once(',').ok_or_else(|| invalid(custom))?;
-            let (a, b) = (a.trim(), b.trim());
-            let shown = serde_json::Value::from(vec![a, b]).to_string();
-            Ok(RangeSpec::Pair(Some(a), Some(b), shown))
-        }
-        ("custom", None) => Err(invalid(custom)),
-        ("day" | "month" | "6mo" | "12mo" | "year" | "7d" | "30d" | "28d" | "91d" | "all", _) => {
-            Ok(RangeSpec::Named(period))
-        }
-        (other, _) => Err(invalid(format!("unknown period {other:?}"))),
+/// Whether Plausible's v1 knows a property.
+fn known(property: &str) -> bool {
+    PROPERTIES.contains(&property)
+        || property
+            .strip_prefix("event:props:")
+            .is_some_and(|k| !k.is_empty())
+}
+
+/// A breakdown's `property`: required, known, not `event:hostname`.
+fn property(property: Option<&str>) -> Result<&str, ParseError> {
+    match property {
+        None => Err(invalid(
+            "The `property` parameter is required. Please provide at least one property to show a breakdown by.",
+        )),
+        Some("event:hostname") => Err(invalid(format!(
+            "Property 'event:hostname' is currently not supported for breakdowns.  Please provide a valid property for the breakdown endpoint: {PROPERTIES_DOCS}"
+        ))),
+        Some(p) if known(p) => Ok(p),
+        Some(p) => Err(invalid(format!(
+            "Invalid property '{p}'. Please provide a valid property for the breakdown endpoint: {PROPERTIES_DOCS}"
+        ))),
     }
 }
 
+/// v1's `period` and `date` as a v2 date range: `custom` takes two
+/// ISO 8601 dates joined by a comma, any other period an optional date.
+fn period_spec<'a>(period: &'a str, date: Option<&'a str>) -> Result<RangeSpec<'a>, ParseError> {
+    if period == "custom" {
+        let Some(date) = date else {
+            return Err(invalid(format!(
+                "The `date` parameter is required when using a custom period. See {PERIODS_DOCS}"
+            )));
+        };
+        let pair: Vec<&str> = date.split(',').map(str::trim).collect();
+        return match pair[..] {
+            [a, b] if parse_date(a).is_some() && parse_date(b).is_some() => {
+                let shown = serde_json::Value::from(vec![a, b]).to_string();
+                Ok(RangeSpec::Pair(Some(a), Some(b), shown))
+            }
+            _ => Err(invalid(format!(
+                "Invalid format for `date` parameter. When using a custom period, please include two ISO-8601 formatted dates joined by a comma. See {PERIODS_DOCS}"
+            ))),
+        };
+    }
+    if let Some(d) = date
+        && parse_date(d).is_none()
+    {
+        // Elixir's `Date.from_iso8601` reasons: a date of the right shape
+        // that does not exist, or anything else.
+        let b = d.as_bytes();
+        let shaped = b.len() == 10
+            && b.iter().enumerate().all(|(i, c)| {
+                if i == 4 || i == 7 {
+                    *c == b'-'
+                } else {
+                    c.is_ascii_digit()
+                }
+            });
+        let reason = if shaped {
+            "invalid_date"
+        } else {
+            "invalid_format"
+        };
+        return Err(invalid(format!(
+            "Error parsing `date` parameter: {reason}. Please specify a valid date in ISO-8601 format."
+        )));
+    }
+    Ok(RangeSpec::Named(period))
+}
+
 /// v1's `filters` (`event:page==/blog/**;visit:country==DE|GB`): each
-/// part's operator, dimension and values (`**` is `*`).
+/// part's operator, property and values (`**` is `*`; a goal's values are
+/// goal names, as written).
 fn filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
     let mut out = Vec::new();
     for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
@@ -173,14 +298,129 @@ fn filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
         } else {
             return Err(invalid(format!("malformed filter {part:?}")));
         };
+        let name = name.trim();
         let values: Vec<String> = value
             .split('|')
-            .map(|v| v.trim().replace("**", "*"))
+            .map(|v| {
+                let v = v.trim();
+                if name == "event:goal" {
+                    v.to_owned()
+                } else {
+                    v.replace("**", "*")
+                }
+            })
             .filter(|v| !v.is_empty())
             .collect();
-        out.push((op, name.trim().to_owned(), values));
+        out.push((op, name.to_owned(), values));
     }
     Ok(out)
+}
+
+/// Plausible's checks of v1 filters: known properties, and `==` goals the
+/// site has configured (when the context names them).
+fn check_filters(parts: &[Part], ctx: &Context<'_>) -> Result<(), ParseError> {
+    for (op, name, values) in parts {
+        if name == "event:goal" {
+            if *op == "is"
+                && let Some(goals) = ctx.goals
+                && let Some(missing) = values.iter().find(|v| !goals.iter().any(|g| g.name == **v))
+            {
+                return Err(goal_not_configured(missing, true));
+            }
+        } else if !known(name) {
+            return Err(invalid(format!(
+                "Invalid filter property '{name}'. Please provide a valid filter property: {PROPERTIES_DOCS}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Plausible's checks of v1 metrics, each in turn: asked once, known, and
+/// allowed with the breakdown `property` and the filters.
+fn check_metrics(
+    names: &[String],
+    property: Option<&str>,
+    parts: &[Part],
+) -> Result<(), ParseError> {
+    let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+    if unique.len() != names.len() {
+        return Err(invalid("Metrics cannot be queried multiple times."));
+    }
+    let filtering = |p: &str| parts.iter().any(|(_, n, _)| n == p);
+    let event_only =
+        |p: &str| matches!(p, "event:name" | "event:goal") || p.starts_with("event:props:");
+    let session = |m: &str| {
+        if let Some(p) = property.filter(|p| event_only(p)) {
+            return Err(invalid(format!(
+                "Session metric `{m}` cannot be queried for breakdown by `{p}`."
+            )));
+        }
+        if let Some((_, p, _)) = parts.iter().find(|(_, n, _)| event_only(n)) {
+            return Err(invalid(format!(
+                "Session metric `{m}` cannot be queried when using a filter on `{p}`."
+            )));
+        }
+        Ok(())
+    };
+    for m in names {
+        match m.as_str() {
+            "visitors" | "pageviews" | "events" => {}
+            "time_on_page" => {
+                if filtering("event:goal") || filtering("event:name") {
+                    let by = if filtering("event:goal") {
+                        "event:goal"
+                    } else {
+                        "event:name"
+                    };
+                    return Err(invalid(format!(
+                        "Metric `{m}` cannot be queried when filtering by `{by}`"
+                    )));
+                }
+                match property {
+                    Some("event:page") => {}
+                    Some(_) => {
+                        return Err(invalid(format!(
+                            "Metric `{m}` is not supported in breakdown queries (except `event:page` breakdown)"
+                        )));
+                    }
+                    None if filtering("event:page") => {}
+                    None => {
+                        return Err(invalid(format!(
+                            "Metric `{m}` can only be queried in a page breakdown or with a page filter."
+                        )));
+                    }
+                }
+            }
+            "conversion_rate" => {
+                if property != Some("event:goal") && !filtering("event:goal") {
+                    return Err(invalid(format!(
+                        "Metric `{m}` can only be queried in a goal breakdown or with a goal filter"
+                    )));
+                }
+            }
+            "views_per_visit" => {
+                if filtering("event:page") {
+                    return Err(invalid(format!(
+                        "Metric `{m}` cannot be queried with a filter on `event:page`."
+                    )));
+                }
+                if property.is_some() {
+                    return Err(invalid(format!(
+                        "Metric `{m}` is not supported in breakdown queries."
+                    )));
+                }
+                session(m)?;
+            }
+            "visits" | "bounce_rate" | "visit_duration" => session(m)?,
+            _ => {
+                return Err(invalid(format!(
+                    "The metric `{m}` is not recognized. Find valid metrics from the documentation: https://plausible.io/docs/stats-api#metrics"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// v1's `limit` (1 to [`MAX_LIMIT`], [`DEFAULT_LIMIT`] by default) and
@@ -205,7 +445,7 @@ fn page_of(limit: Option<&str>, page: Option<&str>) -> Result<Page, ParseError> 
             .parse::<usize>()
             .ok()
             .filter(|n| *n >= 1)
-            .ok_or_else(|| invalid("Please provide page as a positive integer."))?,
+            .ok_or_else(|| invalid("Please provide page as a positive number."))?,
     };
     let offset = (page - 1)
         .checked_mul(limit)

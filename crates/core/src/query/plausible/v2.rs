@@ -11,7 +11,8 @@ use crate::dimension::{Dimension, Level};
 use crate::filter::{Filter, MAX_FILTERS, Op, Predicate};
 use crate::query::metric::Metric;
 use crate::query::plausible::{
-    Include, dimension, dimension_name, invalid, metric, metric_name, zone_datetime,
+    Include, dimension, dimension_name, goal_not_configured, invalid, known_dimension,
+    metric, metric_name, zone_datetime,
 };
 use crate::query::{Context, Convention, Order, OrderKey, Page, ParseError, Query, QueryDimension};
 use crate::range::{DateRange, Interval, MAX_HOURLY_DAYS, MAX_RANGE_DAYS, months_back};
@@ -135,6 +136,7 @@ pub fn parse(body: &Value, ctx: &Context<'_>) -> Result<Request, ParseError> {
         page,
         ..query(range, window, metrics, dimensions, filter, order)
     };
+    goals_configured(map.get("filters"), ctx)?;
     validate(&query)?;
     let echo = Echo {
         site_id: site_id.clone(),
@@ -216,11 +218,15 @@ pub fn order_names(q: &Query) -> Vec<(String, &'static str)> {
 pub(crate) fn metrics_named<'a>(
     list: impl Iterator<Item = (&'a str, String)>,
 ) -> Result<Vec<Metric>, ParseError> {
+    let list: Vec<(&str, String)> = list.collect();
+    let shown: std::collections::BTreeSet<&String> = list.iter().map(|(_, s)| s).collect();
+    if shown.len() != list.len() {
+        return err("#/metrics: Expected items to be unique but they were not.");
+    }
     let mut out = Vec::new();
-    for (i, (name, shown)) in list.enumerate() {
+    for (i, (name, shown)) in list.iter().enumerate() {
         match metric(name) {
-            Some(m) if !out.contains(&m) => out.push(m),
-            Some(_) => return err(format!("#/metrics/{i}: Duplicate metric \"{name}\"")),
+            Some(m) => out.push(m),
             None => return err(format!("#/metrics/{i}: Invalid metric {shown}")),
         }
     }
@@ -384,11 +390,95 @@ fn filters(v: Option<&Value>) -> Result<Filter, ParseError> {
     };
     let mut predicates = Vec::new();
     for (i, f) in list.iter().enumerate() {
+        countries(f)?;
         let mut clauses = Vec::new();
         flatten(f, false, &mut clauses).map_err(|e| at_filter(i, e))?;
         push_clauses(&mut predicates, i, clauses)?;
     }
     Ok(Filter { predicates })
+}
+
+/// Plausible's check of `visit:country` clauses (at any depth): `is` and
+/// `is_not` take 2-letter codes.
+fn countries(f: &Value) -> Result<(), ParseError> {
+    let Value::Array(parts) = f else {
+        return Ok(());
+    };
+    match parts.first().and_then(Value::as_str) {
+        Some("and" | "or") => match parts.get(1) {
+            Some(Value::Array(inner)) => inner.iter().try_for_each(countries),
+            _ => Ok(()),
+        },
+        Some("not") => parts.get(1).map_or(Ok(()), countries),
+        Some("is" | "is_not") if parts.get(1).and_then(Value::as_str) == Some("visit:country") => {
+            let codes = parts.get(2).and_then(Value::as_array);
+            if codes.is_some_and(|c| {
+                c.iter()
+                    .any(|v| v.as_str().is_some_and(|s| s.chars().count() != 2))
+            }) {
+                return err(
+                    "Invalid visit:country filter, visit:country needs to be a valid 2-letter country code.",
+                );
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Plausible's check that the top-level `is` goal filters name goals the
+/// site has configured (when the context names them; ignoring case when
+/// the filter does).
+fn goals_configured(filters: Option<&Value>, ctx: &Context<'_>) -> Result<(), ParseError> {
+    let (Some(goals), Some(Value::Array(list))) = (ctx.goals, filters) else {
+        return Ok(());
+    };
+    for f in list {
+        let Some(parts) = f.as_array() else { continue };
+        if parts.first().and_then(Value::as_str) != Some("is")
+            || parts.get(1).and_then(Value::as_str) != Some("event:goal")
+        {
+            continue;
+        }
+        let exact = !matches!(
+            parts.get(3).and_then(|m| m.get("case_sensitive")),
+            Some(Value::Bool(false))
+        );
+        let names = parts.get(2).and_then(Value::as_array).into_iter().flatten();
+        for name in names.filter_map(Value::as_str) {
+            let same = |g: &crate::goal::Goal| {
+                if exact {
+                    g.name == name
+                } else {
+                    g.name.to_lowercase() == name.to_lowercase()
+                }
+            };
+            if !goals.iter().any(same) {
+                return Err(goal_not_configured(name, false));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A value as Elixir's `inspect` writes it (Plausible's error texts quote
+/// filters so): `["is", "segment", [1]]`.
+fn inspect(v: &Value) -> String {
+    match v {
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(inspect).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(map) => format!(
+            "%{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{} => {}", Value::from(k.as_str()), inspect(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Null => "nil".to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// A clause's error as the `i`th filter's.
@@ -562,6 +652,11 @@ fn flatten(f: &Value, negated: bool, out: &mut Vec<Clause>) -> Result<(), ParseE
         }
         "is" | "is_not" | "contains" | "contains_not" | "matches" | "matches_not" => {
             let dim_name = parts.get(1).and_then(Value::as_str).unwrap_or_default();
+            // Segments are not in Plausible's public API either.
+            if dim_name == "segment" || !(dim_name.starts_with("time") || known_dimension(dim_name))
+            {
+                return err(format!("Invalid filter {}", inspect(f)));
+            }
             let target = Clause::target(op, dim_name)?;
             let Some(Value::Array(clauses)) = parts.get(2) else {
                 return err("Invalid filter: expected a list of clauses");
@@ -717,7 +812,7 @@ pub(crate) fn validate(q: &Query) -> Result<(), ParseError> {
                     && !q.goal_filtered() =>
             {
                 return err(format!(
-                    "Metric `{}` can only be queried with event:goal filters or dimensions",
+                    "Metric `{}` can only be queried with event:goal filters or dimensions.",
                     metric_name(*m)
                 ));
             }
@@ -725,9 +820,17 @@ pub(crate) fn validate(q: &Query) -> Result<(), ParseError> {
                 if breakdown != Some(&QueryDimension::Dim(Dimension::Page)) && !page_filter =>
             {
                 return err(format!(
-                    "Metric `{}` can only be queried with event:page filters or dimensions",
+                    "Metric `{}` can only be queried with event:page filters or dimensions.",
                     metric_name(*m)
                 ));
+            }
+            Metric::ViewsPerVisit if page_filter => {
+                return err(
+                    "Metric `views_per_visit` cannot be queried with a filter on `event:page`.",
+                );
+            }
+            Metric::ViewsPerVisit if !q.dimensions.is_empty() => {
+                return err("Metric `views_per_visit` cannot be queried with `dimensions`.");
             }
             _ => {}
         }
@@ -737,12 +840,25 @@ pub(crate) fn validate(q: &Query) -> Result<(), ParseError> {
         Some(QueryDimension::Prop(_)) => true,
         _ => false,
     };
-    if event_breakdown && let Some(m) = q.metrics.iter().find(|m| m.is_session_metric()) {
+    let session: Vec<String> = q
+        .metrics
+        .iter()
+        .filter(|m| m.is_session_metric())
+        .map(|m| format!("`{}`", metric_name(*m)))
+        .collect();
+    if event_breakdown && !session.is_empty() {
         return err(format!(
-            "Session metric(s) `{}` cannot be queried along with event dimensions.",
-            metric_name(*m)
+            "Session metric(s) {} cannot be queried along with event dimension(s) `{}`",
+            session.join(", "),
+            breakdown.map(dimension_name).unwrap_or_default()
         ));
     }
+    limits(q)
+}
+
+/// Tally's own limits of a Plausible query: hours of at most
+/// [`MAX_HOURLY_DAYS`] days.
+pub(crate) fn limits(q: &Query) -> Result<(), ParseError> {
     if q.time() == Some(Interval::Hour) && q.range.days() > MAX_HOURLY_DAYS {
         return err(format!("time:hour may span at most {MAX_HOURLY_DAYS} days"));
     }

@@ -14,137 +14,250 @@ fn parsed(endpoint: Endpoint, query: &str) -> Result<Request, ParseError> {
     parse(endpoint, &params, &context(&zone))
 }
 
+const PERIODS: &str = "https://plausible.io/docs/stats-api#time-periods";
+const PROPERTIES: &str = "https://plausible.io/docs/stats-api#properties";
+const METRICS: &str =
+    "Find valid metrics from the documentation: https://plausible.io/docs/stats-api#metrics";
+
 #[test]
-fn every_v1_check_refuses_with_its_text() {
+fn every_v1_check_refuses_with_plausibles_text() {
     use Endpoint::*;
-    let cases = [
+    let cases: Vec<(Endpoint, &str, String)> = vec![
         (
             Aggregate,
             "period=fortnight",
-            "unknown period \"fortnight\"",
+            format!("Error parsing `period` parameter: invalid period `fortnight`. Please find accepted values in our docs: {PERIODS}"),
         ),
         (
             Aggregate,
             "period=custom",
-            "a custom period needs date=YYYY-MM-DD,YYYY-MM-DD",
+            format!("The `date` parameter is required when using a custom period. See {PERIODS}"),
         ),
         (
             Aggregate,
             "period=custom&date=2026-11-01",
-            "a custom period needs date=YYYY-MM-DD,YYYY-MM-DD",
+            format!("Invalid format for `date` parameter. When using a custom period, please include two ISO-8601 formatted dates joined by a comma. See {PERIODS}"),
         ),
         (
             Aggregate,
             "period=custom&date=2026-11-01,soon",
-            "#/date_range: Invalid date range [\"2026-11-01\",\"soon\"]",
+            format!("Invalid format for `date` parameter. When using a custom period, please include two ISO-8601 formatted dates joined by a comma. See {PERIODS}"),
         ),
         (
             Aggregate,
             "period=month&date=nope",
-            "#/date: Invalid date \"nope\"",
+            "Error parsing `date` parameter: invalid_format. Please specify a valid date in ISO-8601 format.".into(),
+        ),
+        (
+            Aggregate,
+            "period=month&date=2026-02-30",
+            "Error parsing `date` parameter: invalid_date. Please specify a valid date in ISO-8601 format.".into(),
         ),
         (
             Aggregate,
             "filters=visit:country",
-            "malformed filter \"visit:country\"",
+            "malformed filter \"visit:country\"".into(),
         ),
         (
             Aggregate,
             "filters=visit:shoe%3D%3Dx",
-            "#/filters/0: Invalid dimension \"visit:shoe\": not supported by Tally",
+            format!("Invalid filter property 'visit:shoe'. Please provide a valid filter property: {PROPERTIES}"),
+        ),
+        (
+            Aggregate,
+            "filters=visit:os_version%3D%3Dx",
+            "#/filters/0: Invalid dimension \"visit:os_version\": not supported by Tally".into(),
         ),
         (
             Aggregate,
             "filters=event:goal!%3DSignup",
-            "#/filters/0: Invalid filter: `event:goal` takes only `is` and `contains`, not `is_not`",
+            "#/filters/0: Invalid filter: `event:goal` takes only `is` and `contains`, not `is_not`".into(),
         ),
         (
             Aggregate,
             "filters=visit:country%3D%3D|",
-            "#/filters/0: Invalid filter: expected at least one clause",
+            "#/filters/0: Invalid filter: expected at least one clause".into(),
         ),
         (
             Aggregate,
             "metrics=foo",
-            "#/metrics/0: Invalid metric \"foo\"",
+            format!("The metric `foo` is not recognized. {METRICS}"),
+        ),
+        (
+            Aggregate,
+            "metrics=scroll_depth",
+            format!("The metric `scroll_depth` is not recognized. {METRICS}"),
         ),
         (
             Aggregate,
             "metrics=visitors,visitors",
-            "#/metrics/1: Duplicate metric \"visitors\"",
+            "Metrics cannot be queried multiple times.".into(),
         ),
         (
             Aggregate,
-            "metrics=percentage",
-            "Metric `percentage` can only be queried with a dimension",
+            "metrics=conversion_rate",
+            "Metric `conversion_rate` can only be queried in a goal breakdown or with a goal filter".into(),
         ),
         (
             Aggregate,
-            "compare=yesterday",
-            "unknown comparison \"yesterday\"",
+            "metrics=time_on_page",
+            "Metric `time_on_page` can only be queried in a page breakdown or with a page filter.".into(),
         ),
-        (Timeseries, "interval=minute", "unknown interval \"minute\""),
         (
-            Timeseries,
-            "period=12mo&interval=hour",
-            "time:hour may span at most 31 days",
-        ),
-        (Breakdown, "period=7d", "property is required"),
-        (
-            Breakdown,
-            "property=visit:source&limit=0",
-            "Please provide limit as a number between 1 and 1000.",
+            Aggregate,
+            "metrics=time_on_page&filters=event:page%3D%3D/a;event:name%3D%3DSignup",
+            "Metric `time_on_page` cannot be queried when filtering by `event:name`".into(),
         ),
         (
             Breakdown,
-            "property=visit:source&limit=1001",
-            "Please provide limit as a number between 1 and 1000.",
+            "property=visit:source&metrics=time_on_page&filters=event:page%3D%3D/a",
+            "Metric `time_on_page` is not supported in breakdown queries (except `event:page` breakdown)".into(),
+        ),
+        (
+            Aggregate,
+            "metrics=views_per_visit&filters=event:page%3D%3D/a",
+            "Metric `views_per_visit` cannot be queried with a filter on `event:page`.".into(),
         ),
         (
             Breakdown,
-            "property=visit:source&page=0",
-            "Please provide page as a positive integer.",
+            "property=visit:source&metrics=views_per_visit",
+            "Metric `views_per_visit` is not supported in breakdown queries.".into(),
         ),
         (
-            Breakdown,
-            "property=visit:source&page=18446744073709551615&limit=2",
-            "page 18446744073709551615 is out of range for limit 2",
-        ),
-        (
-            Breakdown,
-            "property=visit:shoe",
-            "#/dimensions/0: Invalid dimension \"visit:shoe\": not supported by Tally",
+            Aggregate,
+            "metrics=visit_duration&filters=event:props:plan%3D%3Dx",
+            "Session metric `visit_duration` cannot be queried when using a filter on `event:props:plan`.".into(),
         ),
         (
             Breakdown,
             "property=event:props:plan&metrics=visits",
-            "Session metric(s) `visits` cannot be queried along with event dimensions.",
+            "Session metric `visits` cannot be queried for breakdown by `event:props:plan`.".into(),
+        ),
+        (
+            Aggregate,
+            "compare=yesterday",
+            "unknown comparison \"yesterday\"".into(),
+        ),
+        (
+            Timeseries,
+            "interval=minute",
+            "Error parsing `interval` parameter: invalid interval `minute`. Valid intervals are `day`, `month`".into(),
+        ),
+        (
+            Timeseries,
+            "period=12mo&interval=hour",
+            "time:hour may span at most 31 days".into(),
+        ),
+        (
+            Breakdown,
+            "period=7d",
+            "The `property` parameter is required. Please provide at least one property to show a breakdown by.".into(),
+        ),
+        (
+            Breakdown,
+            "property=event:hostname",
+            format!("Property 'event:hostname' is currently not supported for breakdowns.  Please provide a valid property for the breakdown endpoint: {PROPERTIES}"),
+        ),
+        (
+            Breakdown,
+            "property=event:props:",
+            format!("Invalid property 'event:props:'. Please provide a valid property for the breakdown endpoint: {PROPERTIES}"),
+        ),
+        (
+            Breakdown,
+            "property=visit:source&limit=0",
+            "Please provide limit as a number between 1 and 1000.".into(),
+        ),
+        (
+            Breakdown,
+            "property=visit:source&limit=1001",
+            "Please provide limit as a number between 1 and 1000.".into(),
+        ),
+        (
+            Breakdown,
+            "property=visit:source&page=0",
+            "Please provide page as a positive number.".into(),
+        ),
+        (
+            Breakdown,
+            "property=visit:source&page=18446744073709551615&limit=2",
+            "page 18446744073709551615 is out of range for limit 2".into(),
+        ),
+        (
+            Breakdown,
+            "property=visit:browser_version",
+            "#/dimensions/0: Invalid dimension \"visit:browser_version\": not supported by Tally".into(),
         ),
     ];
     for (endpoint, query, want) in cases {
         let e = parsed(endpoint, query).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
-            ("invalid_query", want),
+            ("invalid_query", want.as_str()),
             "{endpoint:?} {query}"
         );
     }
 }
 
 #[test]
-fn v1_checks_come_first_then_v2s_in_v2s_order() {
-    // A bad period before a malformed filter, before a bad metric.
+fn v1_checks_come_in_plausibles_order() {
+    // The period before the filters, the filters before the metrics.
     let e = parsed(
         Endpoint::Aggregate,
-        "period=fortnight&filters=x&metrics=foo",
+        "period=fortnight&filters=x%3D%3Dy&metrics=foo",
     )
     .unwrap_err();
-    assert_eq!(e.message, "unknown period \"fortnight\"");
+    assert!(e.message.starts_with("Error parsing `period`"), "{e}");
+    let e = parsed(Endpoint::Aggregate, "filters=x%3D%3Dy&metrics=foo").unwrap_err();
+    assert!(e.message.starts_with("Invalid filter property 'x'"), "{e}");
     let e = parsed(Endpoint::Timeseries, "interval=minute&metrics=foo").unwrap_err();
-    assert_eq!(e.message, "unknown interval \"minute\"");
-    // The comparison is checked last.
+    assert!(e.message.starts_with("Error parsing `interval`"), "{e}");
+    // The metrics before the page; the comparison last.
+    let e = parsed(
+        Endpoint::Breakdown,
+        "property=event:page&page=0&metrics=foo",
+    )
+    .unwrap_err();
+    assert!(e.message.starts_with("The metric `foo`"), "{e}");
     let e = parsed(Endpoint::Aggregate, "compare=yesterday&metrics=foo").unwrap_err();
-    assert_eq!(e.message, "#/metrics/0: Invalid metric \"foo\"");
+    assert!(e.message.starts_with("The metric `foo`"), "{e}");
+}
+
+#[test]
+fn a_goal_filter_must_name_a_goal_the_site_configured() {
+    let zone = zone();
+    let visit = crate::goal::Goal::new(
+        "g1",
+        "Visit /register",
+        crate::goal::GoalRule::Page {
+            pattern: "/register".into(),
+            matching: crate::goal::PageMatch::Exact,
+        },
+        0,
+    )
+    .unwrap();
+    let goals = [visit];
+    let ctx = Context {
+        goals: Some(&goals),
+        ..context(&zone)
+    };
+    let with_goals = |filters: &str| {
+        let params: BTreeMap<String, String> = [("filters".to_owned(), filters.to_owned())].into();
+        parse(Endpoint::Aggregate, &params, &ctx)
+    };
+    assert!(with_goals("event:goal==Visit /register").is_ok());
+    let e = with_goals("event:goal==Visit /register|Signup").unwrap_err();
+    assert!(
+        e.message
+            .starts_with("The goal `Signup` is not configured for this site. Find out how"),
+        "{e}"
+    );
+    let e = with_goals("event:goal==Visit /blog**").unwrap_err();
+    assert!(
+        e.message
+            .starts_with("The pageview goal for the pathname `/blog**` is not configured"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -201,6 +314,16 @@ fn timeseries_and_breakdown_set_their_dimension_and_page() {
         )
         .unwrap();
         assert_eq!(r.query.time(), Some(want), "{interval}");
+    }
+    for (period, want) in [
+        ("day", Interval::Hour),
+        ("7d", Interval::Day),
+        ("month", Interval::Day),
+        ("6mo", Interval::Month),
+        ("12mo", Interval::Month),
+    ] {
+        let r = parsed(Endpoint::Timeseries, &format!("period={period}")).unwrap();
+        assert_eq!(r.query.time(), Some(want), "{period}");
     }
     let r = parsed(
         Endpoint::Breakdown,

@@ -56,7 +56,7 @@ fn every_documented_error_is_a_400_with_plausibles_text() {
         (with("metrics", json!([3])), "#/metrics/0: Invalid metric 3"),
         (
             with("metrics", json!(["visitors", "visitors"])),
-            "#/metrics/1: Duplicate metric \"visitors\"",
+            "#/metrics: Expected items to be unique but they were not.",
         ),
         (
             with("metrics", json!([])),
@@ -96,7 +96,7 @@ fn every_documented_error_is_a_400_with_plausibles_text() {
         ),
         (
             with("dimensions", json!(["visit:shoe_size"])),
-            "#/dimensions/0: Invalid dimension \"visit:shoe_size\": not supported by Tally",
+            "#/dimensions/0: Invalid dimension \"visit:shoe_size\"",
         ),
         (
             with("dimensions", json!(["shoe"])),
@@ -142,7 +142,26 @@ fn every_documented_error_is_a_400_with_plausibles_text() {
         ),
         (
             with("filters", json!([["is", "segment", [1]]])),
-            "#/filters/0: Invalid filter: segments are not supported by Tally",
+            "#/filters/0: Invalid filter [\"is\", \"segment\", [1]]",
+        ),
+        (
+            with("filters", json!([["is", "visit:shoe", ["x"]]])),
+            "#/filters/0: Invalid filter [\"is\", \"visit:shoe\", [\"x\"]]",
+        ),
+        (
+            with(
+                "filters",
+                json!([["not", ["is", "visit:country", ["DE", "USA"]]]]),
+            ),
+            "Invalid visit:country filter, visit:country needs to be a valid 2-letter country code.",
+        ),
+        (
+            json!({"site_id": "s", "metrics": ["views_per_visit"], "date_range": "7d", "filters": [["is", "event:page", ["/"]]]}),
+            "Metric `views_per_visit` cannot be queried with a filter on `event:page`.",
+        ),
+        (
+            json!({"site_id": "s", "metrics": ["views_per_visit"], "date_range": "7d", "dimensions": ["time:day"]}),
+            "Metric `views_per_visit` cannot be queried with `dimensions`.",
         ),
         (
             with("filters", json!([["matches", "event:page", ["(unclosed"]]])),
@@ -198,19 +217,19 @@ fn every_documented_error_is_a_400_with_plausibles_text() {
         ),
         (
             with("metrics", json!(["conversion_rate"])),
-            "Metric `conversion_rate` can only be queried with event:goal filters or dimensions",
+            "Metric `conversion_rate` can only be queried with event:goal filters or dimensions.",
         ),
         (
             with("metrics", json!(["time_on_page"])),
-            "Metric `time_on_page` can only be queried with event:page filters or dimensions",
+            "Metric `time_on_page` can only be queried with event:page filters or dimensions.",
         ),
         (
             json!({"site_id": "s", "metrics": ["bounce_rate"], "date_range": "7d", "dimensions": ["event:goal"]}),
-            "Session metric(s) `bounce_rate` cannot be queried along with event dimensions.",
+            "Session metric(s) `bounce_rate` cannot be queried along with event dimension(s) `event:goal`",
         ),
         (
             json!({"site_id": "s", "metrics": ["visits"], "date_range": "7d", "dimensions": ["event:props:plan"]}),
-            "Session metric(s) `visits` cannot be queried along with event dimensions.",
+            "Session metric(s) `visits` cannot be queried along with event dimension(s) `event:props:plan`",
         ),
         (
             json!({"site_id": "s", "metrics": ["visitors"], "date_range": ["2026-01-01", "2026-03-01"], "dimensions": ["time:hour"]}),
@@ -408,4 +427,32 @@ fn a_query_parses_into_the_one_model_and_echoes_itself() {
         parsed(&hosts).unwrap().query.order,
         Order::By(vec![(OrderKey::Dimension(0), true)])
     );
+}
+
+#[test]
+fn a_goal_filter_must_name_a_goal_the_site_configured() {
+    let zone = zone();
+    let signup = crate::goal::Goal::new(
+        "g1",
+        "Signup",
+        crate::goal::GoalRule::Event {
+            name: "Signup".into(),
+        },
+        0,
+    )
+    .unwrap();
+    let goals = [signup];
+    let ctx = Context {
+        goals: Some(&goals),
+        ..context(&zone)
+    };
+    let body = |names: Value| with("filters", json!([["is", "event:goal", names]]));
+    assert!(parse(&body(json!(["Signup"])), &ctx).is_ok());
+    let e = parse(&body(json!(["Signup", "Visit /register"])), &ctx).unwrap_err();
+    assert_eq!(
+        e.message,
+        "The goal `Visit /register` is not configured for this site. Find out how to configure goals here: https://plausible.io/docs/stats-api#filtering-by-goals"
+    );
+    // Without the site's goals (the context does not name them), no check.
+    assert!(parsed(&body(json!(["Register"]))).is_ok());
 }
