@@ -1031,7 +1031,7 @@ async fn scale_bench() {
     let mut env = vec![
         ("DYNAMODB_ENDPOINT", proxy.endpoint.clone()),
         ("TABLE_NAME", "tally".to_owned()),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024".to_owned()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", query_memory_mb()),
         ("MALLOC_ARENA_MAX", "1".to_owned()),
     ];
     // Extra settings for the child, `K=V;K=V` (say, the allocator's).
@@ -1147,6 +1147,17 @@ async fn scale_bench() {
             }
         }
     }
+}
+
+/// The query function's `MemorySize` in template.yaml, in MB.
+fn query_memory_mb() -> String {
+    let template = std::fs::read_to_string("template.yaml").unwrap();
+    let function = template.split("  QueryFunction:").nth(1).unwrap();
+    let line = function
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("MemorySize:"))
+        .unwrap();
+    line.trim().to_owned()
 }
 
 /// The most one window's scans hold (`Read::streamed`), in this process,

@@ -6,11 +6,12 @@
 //! local days, an interval's day buckets or local hours), the dimensions,
 //! property keys ([`Props`]: given keys or the range's most used),
 //! filter and funnel to fold. Requests that differ only in what they break
-//! down are merged (a dashboard's sixteen breakdowns and its totals are
-//! one fold); requests on the same range with other filters or buckets
-//! (a conversion rate's base without goal filters, an hourly chart beside
-//! the totals) are separate folds the read layer makes from one read of
-//! the range.
+//! down are merged (a dashboard's sixteen breakdowns, its totals and its
+//! daily chart are one fold: a total is the sum of a series' days); requests
+//! on the same range with other filters or buckets (a conversion rate's
+//! base without goal filters, an hourly chart beside the totals) are
+//! separate folds the read layer makes from one read of the range, each
+//! decoding the blocks it reads.
 //!
 //! The read layer answers each request with a [`Folded`], in the same
 //! order: one [`Aggregate`] per [`Bucket`] ([`FoldRequest::bucket`] names a
@@ -21,7 +22,7 @@ use crate::HOUR_MS;
 use crate::Millis;
 use crate::aggregate::Aggregate;
 use crate::dimension::{Dimension, Level};
-use crate::filter::Filter;
+use crate::filter::{Events, Filter};
 use crate::funnel::StepCounts;
 use crate::plan::{self, Warning};
 use crate::query::{Convention, FunnelQuery, Query, QueryDimension};
@@ -125,10 +126,18 @@ impl FoldRequest {
     }
 
     /// Whether day rollups may answer settled days: no filter, no hours,
-    /// no window, no funnel. Otherwise every day is folded from events.
+    /// no window, no funnel, and no page or event rows of Plausible's
+    /// events (rollups hold Tally's). Otherwise every day is folded from
+    /// events.
     pub fn rollups_may_answer(&self) -> bool {
+        let plausible_rows = self.filter.events == Events::Plausible
+            && self
+                .dims
+                .iter()
+                .any(|d| matches!(d, Dimension::Page | Dimension::Event));
         self.buckets != Buckets::Hours
             && self.filter.is_empty()
+            && !plausible_rows
             && self.within.is_none()
             && self.funnel.is_none()
     }
@@ -154,25 +163,54 @@ impl FoldRequest {
     }
 
     /// The one fold that answers both, when one can: the same range,
-    /// window, buckets, filter and funnel, and property keys both can be
-    /// broken down with.
+    /// window, filter and funnel, property keys both can be broken down
+    /// with, and buckets both can be read from ([`join_buckets`]).
     fn join(&self, other: &FoldRequest) -> Option<FoldRequest> {
         let same = self.range == other.range
             && self.within == other.within
-            && self.buckets == other.buckets
             && self.filter == other.filter
             && self.funnel == other.funnel;
         if !same {
             return None;
         }
+        let buckets = join_buckets(self.range, self.buckets, other.buckets)?;
         let mut dims = self.dims.clone();
         dims.extend(other.dims.iter().filter(|d| !self.dims.contains(d)));
         Some(FoldRequest {
+            buckets,
             dims,
             props: self.props.join(&other.props)?,
             ..self.clone()
         })
     }
+}
+
+/// Most buckets a fold joined from a total and a time series may keep
+/// (each holds its own breakdown rows): a quarter of days, 13 weeks or a
+/// decade of months.
+pub const JOINED_BUCKETS: usize = 122;
+
+/// The buckets one fold can answer both with: the same, or a series of
+/// local days or interval buckets for a total as well (a total is the sum
+/// of its days: visitors are counted per day, [`crate::query::answer`]
+/// sums a fold's buckets), while the series has at most
+/// [`JOINED_BUCKETS`]. A dashboard's panels and its daily chart are then
+/// one fold, so a read decodes each block once, not once per fold. Hours
+/// are not summable (an hour counts the visitors of visits started in it).
+fn join_buckets(range: DateRange, a: Buckets, b: Buckets) -> Option<Buckets> {
+    if a == b {
+        return Some(a);
+    }
+    let series = match (a, b) {
+        (Buckets::Total, s) | (s, Buckets::Total) => s,
+        _ => return None,
+    };
+    let count = match series {
+        Buckets::Days => usize::try_from((range.to - range.from).whole_days() + 1).ok()?,
+        Buckets::Interval(i) => crate::range::day_buckets(range, i).len(),
+        Buckets::Total | Buckets::Hours => return None,
+    };
+    (count <= JOINED_BUCKETS).then_some(series)
 }
 
 /// What the read layer answers for one [`FoldRequest`].
@@ -301,7 +339,7 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
     let base_filter = (q.convention == Convention::Plausible
         && q.goal_filtered()
         && q.metrics.iter().any(|m| m.is_conversion_rate()))
-    .then(|| without_goal_filters(&q.filter));
+    .then(|| conversion_base(&q.filter));
     if let Some(filter) = &base_filter {
         out.push((
             Role::Base,
@@ -337,16 +375,18 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
     out
 }
 
-/// A filter without its goal conditions: the base of Plausible's
-/// conversion rates.
-pub(crate) fn without_goal_filters(filter: &Filter) -> Filter {
+/// A filter without its goal and property conditions: the base of
+/// Plausible's conversion rates (`remove_top_level_filters(["event:goal",
+/// "event:props"])` in its `SpecialMetrics`).
+pub(crate) fn conversion_base(filter: &Filter) -> Filter {
     Filter {
         predicates: filter
             .predicates
             .iter()
-            .filter(|p| p.dimension != Dimension::Goal)
+            .filter(|p| !matches!(p.dimension, Dimension::Goal | Dimension::Prop))
             .cloned()
             .collect(),
+        events: filter.events,
     }
 }
 

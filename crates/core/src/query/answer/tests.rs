@@ -336,18 +336,19 @@ fn plausible_rows_follow_order_by_then_their_dimensions_text() {
     let source = vec![QueryDimension::Dim(Dimension::Source)];
     let metrics = vec![Metric::Visitors, Metric::Visits];
     let order = |keys| answer_with(&plausible(metrics.clone(), source.clone(), keys), read_days);
-    // Visitors descending: Google and Direct tie (2), then by text.
+    // Visitors descending: Google and Direct tie (2), then by text (rows
+    // in Plausible's labels: `Direct / None`).
     let a = order(vec![(OrderKey::Metric(0), true)]);
-    assert_eq!(values(&a), vec!["Direct", "Google", OTHER]);
+    assert_eq!(values(&a), vec!["Direct / None", "Google", OTHER]);
     let a = order(vec![
         (OrderKey::Metric(0), true),
         (OrderKey::Metric(1), true),
     ]);
-    assert_eq!(values(&a), vec!["Google", "Direct", OTHER]);
+    assert_eq!(values(&a), vec!["Google", "Direct / None", OTHER]);
     let a = order(vec![(OrderKey::Metric(1), false)]);
-    assert_eq!(values(&a), vec![OTHER, "Direct", "Google"]);
+    assert_eq!(values(&a), vec![OTHER, "Direct / None", "Google"]);
     let a = order(vec![(OrderKey::Dimension(0), true)]);
-    assert_eq!(values(&a), vec!["Google", "Direct", OTHER]);
+    assert_eq!(values(&a), vec!["Google", "Direct / None", OTHER]);
     let paged = Query {
         page: Page {
             offset: 1,
@@ -360,7 +361,7 @@ fn plausible_rows_follow_order_by_then_their_dimensions_text() {
         )
     };
     let a = answer_with(&paged, read_days);
-    assert_eq!((values(&a), a.total_rows), (vec!["Direct"], 3));
+    assert_eq!((values(&a), a.total_rows), (vec!["Direct / None"], 3));
     // Time first, then the first metric.
     let by_day = plausible(
         vec![Metric::Visitors],
@@ -380,9 +381,9 @@ fn plausible_rows_follow_order_by_then_their_dimensions_text() {
         rows,
         vec![
             ("2026-11-02", "Google"),
-            ("2026-11-02", "Direct"),
+            ("2026-11-02", "Direct / None"),
             ("2026-11-03", OTHER),
-            ("2026-11-03", "Direct"),
+            ("2026-11-03", "Direct / None"),
         ]
     );
 }
@@ -685,7 +686,8 @@ fn one_batch_answers_each_query_from_the_folds_it_shares() {
         ),
     ];
     let wanted = folds(&queries);
-    assert_eq!(wanted.len(), 2);
+    // The totals and the country rows are the daily series' sums.
+    assert_eq!(wanted.len(), 1);
     let folded = fold_all(&wanted, read_days);
     let answers = answer(&zone, &queries, &folded).unwrap();
     assert_eq!(answers[0].totals, vec![Figure::Count(5)]);
@@ -698,4 +700,65 @@ fn one_batch_answers_each_query_from_the_folds_it_shares() {
             .collect::<Vec<_>>(),
         vec![Figure::Count(10), Figure::Count(3)]
     );
+}
+
+/// Rows by value.
+fn named_rows(entries: Vec<(&str, Metrics)>) -> BTreeMap<String, Metrics> {
+    entries
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+}
+
+#[test]
+fn visits_without_a_utm_tag_are_plausibles_not_set_row_and_no_row_of_tallys() {
+    let mut agg = both_days();
+    agg.dims.insert(
+        Dimension::UtmMedium,
+        named_rows(vec![
+            ("social", m(2, 2, 4, 1, 0, 0)),
+            ("", m(1, 1, 2, 0, 0, 0)),
+        ]),
+    );
+    let read = |_: &FoldRequest| folded(vec![(Bucket::All, agg.clone())]);
+    let medium = vec![QueryDimension::Dim(Dimension::UtmMedium)];
+    let tally = answer_with(
+        &query(vec![Metric::Visitors], medium.clone(), Convention::Tally),
+        read,
+    );
+    assert_eq!(values(&tally), vec!["social"]);
+    let plausible = answer_with(
+        &plausible(
+            vec![Metric::Visitors],
+            medium,
+            vec![(OrderKey::Metric(0), true)],
+        ),
+        read,
+    );
+    assert_eq!(values(&plausible), vec!["social", "(not set)"]);
+}
+
+#[test]
+fn plausible_rows_name_devices_and_systems_as_plausible_does() {
+    let mut agg = both_days();
+    agg.dims.insert(
+        Dimension::Device,
+        named_rows(vec![
+            ("desktop", m(2, 2, 4, 1, 0, 0)),
+            ("unknown", m(1, 1, 2, 0, 0, 0)),
+        ]),
+    );
+    let read = |_: &FoldRequest| folded(vec![(Bucket::All, agg.clone())]);
+    let device = vec![QueryDimension::Dim(Dimension::Device)];
+    let order = vec![(OrderKey::Metric(0), true)];
+    let a = answer_with(
+        &plausible(vec![Metric::Visitors], device.clone(), order),
+        read,
+    );
+    assert_eq!(values(&a), vec!["Desktop", "(not set)"]);
+    let a = answer_with(
+        &query(vec![Metric::Visitors], device, Convention::Tally),
+        read,
+    );
+    assert_eq!(values(&a), vec!["desktop", "unknown"]);
 }

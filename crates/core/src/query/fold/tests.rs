@@ -214,3 +214,39 @@ fn sources_name_each_source_days() {
         Some(1)
     );
 }
+
+#[test]
+fn a_daily_chart_joins_the_panels_fold_unless_its_days_are_too_many() {
+    let queries = |days: i64| {
+        let r = DateRange {
+            from: DAY1,
+            to: DAY1 + time::Duration::days(days - 1),
+        };
+        let at = |q: Query| Query { range: r, ..q };
+        vec![
+            at(tally(vec![Metric::Visitors], vec![], "")),
+            at(tally(
+                vec![Metric::Visitors],
+                vec![QueryDimension::Time(Interval::Day)],
+                "",
+            )),
+            at(tally(
+                vec![Metric::Visitors],
+                vec![QueryDimension::Dim(Dimension::Page)],
+                "",
+            )),
+        ]
+    };
+    let joined = folds(&queries(30));
+    assert_eq!(joined.len(), 1, "{joined:#?}");
+    assert_eq!(
+        (joined[0].buckets, &joined[0].dims),
+        (Buckets::Days, &vec![Dimension::Page])
+    );
+    let apart = folds(&queries(JOINED_BUCKETS as i64 + 1));
+    assert_eq!(apart.len(), 2, "{apart:#?}");
+    assert_eq!(
+        (apart[0].buckets, apart[1].buckets),
+        (Buckets::Total, Buckets::Days)
+    );
+}

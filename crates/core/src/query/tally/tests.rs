@@ -204,7 +204,8 @@ fn a_dashboard_asks_every_panel_of_one_range() {
     assert_eq!(r.queries[1].time(), Some(Interval::Day));
     assert_eq!(r.queries[18].top_props, Some(DASHBOARD_PROPS));
     assert!(r.queries[2..].iter().all(|q| q.page.limit == 10));
-    assert_eq!(crate::query::folds(&r.queries).len(), 3);
+    // The range's (panels, totals and daily chart) and the comparison's.
+    assert_eq!(crate::query::folds(&r.queries).len(), 2);
     // A list of dimensions, each once; `limit` even empty sets the rows.
     let r = parsed(
         Endpoint::Dashboard,

@@ -29,7 +29,14 @@ fn read(f: &FoldRequest) -> Folded {
             prop_keys: vec!["plan".into()],
             ..folded(vec![(Bucket::All, both_days())])
         },
-        _ => days(),
+        // A series (which the totals and panels join, summing its days).
+        _ => Folded {
+            prop_keys: match f.props {
+                crate::query::fold::Props::Top(_) => vec!["plan".into()],
+                crate::query::fold::Props::Keys(_) => Vec::new(),
+            },
+            ..days()
+        },
     }
 }
 
