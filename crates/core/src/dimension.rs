@@ -110,6 +110,21 @@ impl Dimension {
         Self::Hostname,
     ];
 
+    /// Whether a breakdown counts the visits without a value in a row of
+    /// their own, named `""`: Plausible's `(not set)` and `Direct / None`
+    /// rows of the referrer and UTM tags. Tally's own API does not show it.
+    pub fn blank_row(self) -> bool {
+        matches!(
+            self,
+            Self::Referrer
+                | Self::UtmSource
+                | Self::UtmMedium
+                | Self::UtmCampaign
+                | Self::UtmContent
+                | Self::UtmTerm
+        )
+    }
+
     /// The canonical (singular) name used in filters and JSON.
     pub fn name(self) -> &'static str {
         match self {

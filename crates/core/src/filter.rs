@@ -172,6 +172,10 @@ pub struct Predicate {
     /// Whether `is`/`is not` compare case (contains never does in Tally's
     /// own grammar; the Stats API v2 says per filter).
     pub case_sensitive: bool,
+    /// A missing value fails even a negated operator (Plausible's
+    /// `contains_not` and `matches_not` on a property: only events with the
+    /// property pass; [`Predicate::requiring_value`]).
+    pub requires_value: bool,
     /// The values compiled (a function of the fields above).
     compiled: Compiled,
 }
@@ -185,6 +189,7 @@ impl PartialEq for Predicate {
             && self.values == other.values
             && self.prop == other.prop
             && self.case_sensitive == other.case_sensitive
+            && self.requires_value == other.requires_value
     }
 }
 
@@ -229,13 +234,23 @@ impl Predicate {
             values,
             prop,
             case_sensitive,
+            requires_value: false,
             compiled,
         })
+    }
+
+    /// The same predicate, failing a missing value whatever its operator.
+    pub fn requiring_value(self) -> Self {
+        Self {
+            requires_value: true,
+            ..self
+        }
     }
 
     /// Whether a value (or its absence) passes.
     pub fn matches(&self, value: Option<&str>) -> bool {
         let any = match value {
+            None if self.requires_value => return false,
             None => self.compiled.none,
             Some(v) => self.compiled.hit(v),
         };
@@ -246,11 +261,27 @@ impl Predicate {
     }
 }
 
+/// How the event-level dimensions (`page`, `event`, `goal`) read a
+/// visit's events, in filters and breakdowns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Events {
+    /// Tally's: `page` is each page view's path, `event` each custom
+    /// event's name, and a `goal` filter keeps visits that converted.
+    #[default]
+    Tally,
+    /// Plausible's events table: `event:page` is the pathname of every
+    /// page view and custom event, `event:name` of a page view is
+    /// `pageview`, and a goal filter keeps only the converting events.
+    Plausible,
+}
+
 /// A set of filters combined with AND.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     /// Every predicate.
     pub predicates: Vec<Predicate>,
+    /// How event-level predicates and breakdowns read events.
+    pub events: Events,
 }
 
 impl Filter {
@@ -301,7 +332,10 @@ impl Filter {
                 case_sensitive,
             )?);
         }
-        Ok(Self { predicates })
+        Ok(Self {
+            predicates,
+            events: Events::Tally,
+        })
     }
 
     /// Whether there is no filter.

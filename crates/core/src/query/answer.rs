@@ -17,6 +17,7 @@ use crate::money::RevenueSum;
 use crate::plan::Warning;
 use crate::query::fold::{self, Bucket, Folded, Role, Sources};
 use crate::query::metric::{self, Figure, Metric, RevenueWarning, Scope};
+use crate::query::plausible;
 use crate::query::{Convention, FunnelQuery, Order, OrderKey, Page, Query, QueryDimension};
 use crate::range::{self, DateRange, Interval};
 use crate::zone::{Zone, format_date};
@@ -181,6 +182,7 @@ fn answer_one(zone: &Zone, q: &Query, folds: &Folds<'_>) -> Answer {
         let exact = |agg: &Aggregate, base: Option<&Metrics>, m: Metric| {
             let scope = Scope {
                 base: base.unwrap_or(&agg.totals),
+                entry_bounces: entry_bounces(q),
                 ..Scope::totals(&agg.totals)
             };
             m.exact(&agg.totals, &scope)
@@ -313,9 +315,21 @@ fn totals(
     let currency = metric::single_currency([&sums]);
     let scope = Scope {
         base: base.unwrap_or(&whole.totals),
+        entry_bounces: entry_bounces(q),
         ..Scope::totals(&whole.totals)
     };
     figures(q, &whole.totals, &scope, &sums, currency, warnings)
+}
+
+/// Whether bounce rates are over the visits entering on a kept page:
+/// Plausible's under an `event:page` filter ("bounce rate … where users
+/// _entered_ at page").
+fn entry_bounces(q: &Query) -> bool {
+    q.convention == Convention::Plausible
+        && q.filter
+            .predicates
+            .iter()
+            .any(|p| p.dimension == Dimension::Page)
 }
 
 /// A time bucket of the query: its label (none without a time dimension)
@@ -475,6 +489,7 @@ fn rows(
         let scope = Scope {
             level,
             base: base_agg.map_or(&g.agg.totals, |b| &b.totals),
+            entry_bounces: entry_bounces(q),
             ..Scope::totals(&g.agg.totals)
         };
         let label: Vec<String> = g.label.iter().cloned().collect();
@@ -497,6 +512,11 @@ fn rows(
         }
         let base_rows = base_agg.and_then(|b| breakdown_rows(q, b));
         for (value, m) in breakdown_rows(q, &g.agg).into_iter().flatten() {
+            // Visits without a value: Plausible's `(not set)` row, not one
+            // of Tally's.
+            if value.is_empty() && q.convention == Convention::Tally {
+                continue;
+            }
             let scope = Scope {
                 group: base_rows.and_then(|b| b.get(value)),
                 ..scope
@@ -505,8 +525,11 @@ fn rows(
             let dimensions = q
                 .dimensions
                 .iter()
-                .flat_map(|d| match d {
-                    QueryDimension::Time(_) => label.clone(),
+                .flat_map(|d| match (d, q.convention) {
+                    (QueryDimension::Time(_), _) => label.clone(),
+                    (QueryDimension::Dim(d), Convention::Plausible) => {
+                        vec![plausible::label::label(*d, value).into_owned()]
+                    }
                     _ => vec![value.clone()],
                 })
                 .collect();

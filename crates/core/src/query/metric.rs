@@ -104,9 +104,15 @@ impl Metric {
             Self::ViewsPerVisit => quotient(m.pageviews, m.visits),
             Self::BounceRate => match scope.level {
                 Some(Level::PageView) => hundredths(m.bounces, m.entries),
+                _ if scope.entry_bounces => hundredths(m.bounces, m.entries),
                 _ => hundredths(m.bounces, m.visits),
             },
-            Self::VisitDuration => quotient(m.duration_ms, m.visits).map(|ms| ms / 1000.0),
+            Self::VisitDuration => match scope.level {
+                // A page's visits are those entering on it.
+                Some(Level::PageView) => quotient(m.duration_ms, m.entries),
+                _ => quotient(m.duration_ms, m.visits),
+            }
+            .map(|ms| ms / 1000.0),
             Self::Percentage => hundredths(m.visitors, scope.total.visitors),
             Self::ConversionRate => hundredths(m.visitors, scope.base.visitors),
             Self::GroupConversionRate => {
@@ -191,6 +197,9 @@ pub struct Scope<'a> {
     /// The row's own counts without goal filters (`group_conversion_rate`),
     /// when there are some.
     pub group: Option<&'a Metrics>,
+    /// Bounce rates over the visits entering on a page the filter keeps
+    /// (Plausible's under an `event:page` filter), not over all visits.
+    pub entry_bounces: bool,
 }
 
 impl<'a> Scope<'a> {
@@ -201,6 +210,7 @@ impl<'a> Scope<'a> {
             total,
             base: total,
             group: None,
+            entry_bounces: false,
         }
     }
 }

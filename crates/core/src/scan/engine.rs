@@ -17,7 +17,7 @@ use super::{FunnelSpec, ScanSpec};
 use crate::aggregate::{Aggregate, FoldSpec, Metrics, OTHER, rank};
 use crate::dimension::{Dimension, Level};
 use crate::event::Kind;
-use crate::filter::{NONE_VALUE, Predicate};
+use crate::filter::{Events, NONE_VALUE, Predicate};
 use crate::funnel::{Step, StepCounts, StepRule, reach_with};
 use crate::goal::Matcher;
 use crate::segment::session_column;
@@ -28,7 +28,13 @@ use std::collections::BTreeMap;
 /// Marks a page view among a visit's ids: its first (the entry page) on
 /// the `page` dimension, any page view on a property.
 const ENTRY: u32 = 1 << 31;
-const ID_MASK: u32 = ENTRY - 1;
+/// Marks a custom event's path on the `page` dimension (Plausible's
+/// events: counted as an event of the page, not a page view).
+const EVENT_PATH: u32 = 1 << 30;
+const ID_MASK: u32 = EVENT_PATH - 1;
+
+/// The name of a page view among Plausible's events.
+const PAGEVIEW: &str = "pageview";
 
 /// A row counted as a page view.
 const PAGE: u8 = 1;
@@ -193,6 +199,12 @@ struct IdFilter<'s> {
     has: [bool; 3],
     /// Per `goal` predicate: the goals whose names it keeps.
     goals: Vec<Vec<usize>>,
+    /// Plausible's events ([`Events::Plausible`]): `page` predicates test
+    /// custom events' paths too, `event` predicates test page views as
+    /// [`IdFilter::pageview`], goal predicates keep converting events.
+    plausible: bool,
+    /// The name id of `pageview` (Plausible's events; else [`NONE`]).
+    pageview: u32,
 }
 
 impl<'s> IdFilter<'s> {
@@ -206,7 +218,16 @@ impl<'s> IdFilter<'s> {
         if self.empty {
             return level;
         }
-        let passes = if level == PAGE {
+        let passes = if self.plausible {
+            let name = if level == PAGE { self.pageview } else { r.name };
+            self.page
+                .iter_mut()
+                .all(|t| t.on(r.path, |id| d.path.name(id)))
+                && self
+                    .custom
+                    .iter_mut()
+                    .all(|t| t.on(name, |id| d.name.name(id)))
+        } else if level == PAGE {
             self.page
                 .iter_mut()
                 .all(|t| t.on(r.path, |id| d.path.name(id)))
@@ -295,6 +316,10 @@ struct Visit {
     pevents_at: u32,
     pevents: u32,
     bounce: u8,
+    /// 1 when its first page view passes the filter (it enters the
+    /// filtered pages): the visits a session row's and the totals'
+    /// `entries` count.
+    entered: u8,
     reach: u8,
 }
 
@@ -452,6 +477,9 @@ pub(crate) struct Engine<'s> {
     mode: crate::funnel::Mode,
     /// The value id of `(none)`.
     none_value: u32,
+    /// Per slot: the id visits without a value are counted under (the
+    /// column's id of `""`, [`Dimension::blank_row`]), or [`NONE`].
+    blank: Vec<u32>,
     /// Scratch: per row of the visit being encoded, [`PAGE`], [`CUSTOM`] or 0.
     flags: Vec<u8>,
     scratch: Vec<(u64, u64)>,
@@ -523,7 +551,7 @@ impl<'s> Engine<'s> {
     /// The engine of `spec`, over the dictionaries of its [`projection`].
     pub(crate) fn new(spec: &ScanSpec<'s>, d: &mut Dicts) -> Self {
         let fold = spec.fold;
-        let slots = fold
+        let slots: Vec<Slot> = fold
             .dims
             .iter()
             .map(|dim| match dim.level() {
@@ -536,7 +564,17 @@ impl<'s> Engine<'s> {
                 Level::Prop => Slot::Empty,
             })
             .collect();
+        let blank = slots
+            .iter()
+            .map(|slot| match slot {
+                Slot::Session(Src::Col(i), dim) if dim.blank_row() => d.cols[*i].id(""),
+                _ => NONE,
+            })
+            .collect();
+        let plausible = fold.filter.events == Events::Plausible;
         let mut filter = IdFilter {
+            plausible,
+            pageview: if plausible { d.name.id(PAGEVIEW) } else { NONE },
             empty: fold.filter.is_empty(),
             session: Vec::new(),
             page: Vec::new(),
@@ -610,6 +648,7 @@ impl<'s> Engine<'s> {
             steps,
             mode,
             none_value: d.values.id(NONE_VALUE),
+            blank,
             flags: Vec::new(),
             scratch: Vec::new(),
             latest: Vec::new(),
@@ -653,9 +692,15 @@ impl<'s> Engine<'s> {
     /// `flags` filled).
     fn keeps_events(&mut self, d: &Dicts, v: &VisitView<'_>) -> bool {
         let [page, custom, prop] = self.filter.has;
-        if (page && !self.flags.contains(&PAGE))
+        let none = self.flags.iter().all(|f| *f == 0);
+        if self.filter.plausible {
+            // Some event passes every event-level predicate.
+            if (page || custom || prop || !self.filter.goals.is_empty()) && none {
+                return false;
+            }
+        } else if (page && !self.flags.contains(&PAGE))
             || (custom && !self.flags.contains(&CUSTOM))
-            || (prop && self.flags.iter().all(|f| *f == 0))
+            || (prop && none)
         {
             return false;
         }
@@ -723,12 +768,26 @@ impl<'s> Engine<'s> {
         if !self.filter.empty && !self.keeps_visit(d, v, f.entry, f.exit) {
             return;
         }
-        let counts_all = !self.filter.has.contains(&true);
+        // Plausible's goal filters keep only the converting events.
+        let goal_events = self.filter.plausible && !self.filter.goals.is_empty();
+        let counts_all = !self.filter.has.contains(&true) && !goal_events;
         let mut flags = std::mem::take(&mut self.flags);
         flags.clear();
         if self.needs_rows() {
             for r in rows {
-                flags.push(self.filter.counts(r, v.pairs, d));
+                let mut f = self.filter.counts(r, v.pairs, d);
+                if goal_events && f != 0 {
+                    let goals = &mut self.goals;
+                    let converts = self
+                        .filter
+                        .goals
+                        .iter()
+                        .all(|kept| kept.iter().any(|&i| goals[i].converts(r, d)));
+                    if !converts {
+                        f = 0;
+                    }
+                }
+                flags.push(f);
             }
         }
         self.flags = flags;
@@ -742,6 +801,13 @@ impl<'s> Engine<'s> {
             (n(PAGE), n(CUSTOM))
         };
         let (entry, exit) = (f.entry, f.exit);
+        let entered = if self.flags.is_empty() {
+            f.pageviews > 0
+        } else {
+            pages_with(rows, &self.flags)
+                .next()
+                .is_some_and(|(_, f)| f == PAGE)
+        };
         // Room for what this visit may add, so the day's buffers (the
         // scan's largest) grow by a quarter, not by doubling.
         let lists = self.slots.len() * rows.len().max(1) * (1 + self.goals.len());
@@ -761,6 +827,7 @@ impl<'s> Engine<'s> {
             pageviews,
             events,
             bounce: u8::from(f.bounce),
+            entered: u8::from(entered),
             duration_ms: u32::try_from(f.duration_ms).unwrap_or(u32::MAX),
             ids_at: at32(p.ids.len()),
             values_at: at32(p.values.len()),
@@ -772,7 +839,10 @@ impl<'s> Engine<'s> {
         });
         for j in 0..self.slots.len() {
             match self.slots[j] {
-                Slot::Session(src, _) => p.ids.push(self.session_id(src, v, entry, exit)),
+                Slot::Session(src, _) => {
+                    let id = self.session_id(src, v, entry, exit);
+                    p.ids.push(if id == NONE { self.blank[j] } else { id });
+                }
                 Slot::Empty => p.ids.push(0),
                 Slot::Page => {
                     let at = p.ids.len();
@@ -786,14 +856,27 @@ impl<'s> Engine<'s> {
                             p.engaged.push(engagement);
                         }
                     }
+                    if self.filter.plausible {
+                        for (r, f) in rows.iter().zip(&self.flags) {
+                            if *f == CUSTOM && r.path != NONE {
+                                p.ids.push(r.path | EVENT_PATH);
+                                p.engaged.push((0, 0));
+                            }
+                        }
+                    }
                     p.ids[at] = count_since(p.ids.len(), at);
                 }
                 Slot::Event => {
                     let at = p.ids.len();
                     p.ids.push(0);
                     for (r, f) in rows.iter().zip(&self.flags) {
-                        if *f == CUSTOM && r.name != NONE {
-                            p.ids.push(r.name);
+                        let name = match *f {
+                            CUSTOM => r.name,
+                            PAGE if self.filter.plausible => self.filter.pageview,
+                            _ => NONE,
+                        };
+                        if name != NONE {
+                            p.ids.push(name);
                             p.values.push(r.value);
                             p.revenue.push(r.revenue);
                         }
@@ -904,6 +987,7 @@ impl<'s> Engine<'s> {
                 totals.visits += 1;
                 totals.pageviews += u64::from(v.pageviews);
                 totals.bounces += u64::from(v.bounce);
+                totals.entries += u64::from(v.entered);
                 totals.duration_ms = totals.duration_ms.saturating_add(u64::from(v.duration_ms));
                 totals.events += u64::from(v.events);
                 self.add_cells(d, p, &keys, i as usize);
@@ -948,9 +1032,11 @@ impl<'s> Engine<'s> {
                         m.bounces += u64::from(v.bounce);
                         m.duration_ms = m.duration_ms.saturating_add(u64::from(v.duration_ms));
                         m.events += u64::from(v.events);
-                        if dim == Dimension::EntryPage {
-                            m.entries += 1;
-                        }
+                        m.entries += if dim == Dimension::EntryPage {
+                            1
+                        } else {
+                            u64::from(v.entered)
+                        };
                     }
                 }
                 Slot::Empty => at += 1,
@@ -960,6 +1046,10 @@ impl<'s> Engine<'s> {
                         let (engaged, scroll) = p.engaged[engaged_at];
                         engaged_at += 1;
                         let m = cells.visit(id, visit, v.visitor);
+                        if id & EVENT_PATH != 0 {
+                            m.events += 1;
+                            continue;
+                        }
                         if scroll > 0 {
                             m.engaged_ms = m.engaged_ms.saturating_add(engaged);
                             m.engaged_views += 1;
@@ -969,6 +1059,7 @@ impl<'s> Engine<'s> {
                         if id & ENTRY != 0 {
                             m.entries += 1;
                             m.bounces += u64::from(v.bounce);
+                            m.duration_ms = m.duration_ms.saturating_add(u64::from(v.duration_ms));
                         }
                     }
                     at += 1 + n;

@@ -353,9 +353,10 @@ pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, read: Read) 
         engaged_ms: e.engaged_ms.unwrap_or(0),
         tab,
         at: u32_of(at),
-        // A custom event's path is read by nothing (goals, steps and page
-        // filters match page views; beacons find their page view by it).
-        path: if d.proj.path && e.kind != Kind::Custom {
+        // As a block decodes it: a custom event's path is read only by
+        // Plausible's events (`event:page`); goals, steps and Tally's page
+        // filters match page views, beacons find their page view by it.
+        path: if d.proj.path {
             d.path.id(&e.path)
         } else {
             NONE

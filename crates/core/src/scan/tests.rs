@@ -542,6 +542,7 @@ fn run_all(events: &[Event], zone: &Zone, feed: Feed) {
 
 static NO_FILTER: Filter = Filter {
     predicates: Vec::new(),
+    events: crate::filter::Events::Tally,
 };
 
 /// A spec of `dims`, nothing else.
@@ -784,4 +785,101 @@ fn events_before_1970_end_the_stream_without_overflow() {
     run_all(&events, &zone, Feed::Raw);
     let got = scan(&events, &zone, plain(&[]), Buckets::Constant, Feed::Raw, 0);
     assert_eq!(totals(&got), vec![(0, 2, 3)]);
+}
+
+#[test]
+fn visits_without_a_referrer_or_utm_tag_count_in_a_blank_row() {
+    let zone = Zone::utc();
+    let h = BASE;
+    let mut tagged = page(h, "a", "/");
+    tagged.referrer = Some("news.example/a".into());
+    tagged.utm_medium = Some("social".into());
+    let events = vec![tagged, page(h + MINUTE_MS, "bb", "/")];
+    for feed in [Feed::Raw, Feed::Blocks] {
+        let spec = plain(&[
+            Dimension::Referrer,
+            Dimension::UtmMedium,
+            Dimension::Country,
+        ]);
+        let got = scan(&events, &zone, spec, Buckets::Constant, feed, 0);
+        let agg = got.aggregates.values().next().unwrap();
+        let visits = |d: Dimension| -> Vec<(String, u64)> {
+            agg.dims[&d]
+                .iter()
+                .map(|(k, m)| (k.clone(), m.visits))
+                .collect()
+        };
+        let blank_and = |v: &str| vec![(String::new(), 1), (v.to_owned(), 1)];
+        assert_eq!(visits(Dimension::Referrer), blank_and("news.example/a"));
+        assert_eq!(visits(Dimension::UtmMedium), blank_and("social"));
+        // Other dimensions have no blank row.
+        assert!(agg.dims[&Dimension::Country].is_empty());
+    }
+}
+
+/// Rows of a dimension as `(value, visitors, page views, events)`.
+fn cells(agg: &crate::aggregate::Aggregate, d: Dimension) -> Vec<(String, u64, u64, u64)> {
+    agg.dims[&d]
+        .iter()
+        .map(|(k, m)| (k.clone(), m.visitors, m.pageviews, m.events))
+        .collect()
+}
+
+#[test]
+fn plausibles_events_put_custom_events_on_their_page_and_page_views_under_pageview() {
+    let zone = Zone::utc();
+    let h = BASE;
+    let mut signup = crate::session::tests::ev(Kind::Custom, h + 1000, "a", "/a");
+    signup.name = Some("Signup".into());
+    let events = vec![page(h, "a", "/a"), signup, page(h, "bb", "/b")];
+    let plausible = Filter {
+        predicates: Vec::new(),
+        events: crate::filter::Events::Plausible,
+    };
+    let dims = [Dimension::Page, Dimension::Event];
+    let goals = goals();
+    for feed in [Feed::Raw, Feed::Blocks] {
+        let spec = |filter| ScanSpec {
+            fold: fold_spec(&dims, &[], &goals, filter, None),
+            top_props: None,
+            funnel: None,
+        };
+        let got = scan(&events, &zone, spec(&plausible), Buckets::Constant, feed, 0);
+        let agg = got.aggregates.values().next().unwrap();
+        let s = |v: &str| v.to_owned();
+        assert_eq!(
+            cells(agg, Dimension::Page),
+            vec![(s("/a"), 1, 1, 1), (s("/b"), 1, 1, 0)]
+        );
+        assert_eq!(
+            cells(agg, Dimension::Event),
+            vec![(s("Signup"), 1, 0, 1), (s("pageview"), 2, 0, 2)]
+        );
+        // A goal filter keeps the converting events: Signup on /a.
+        let goal = Filter {
+            predicates: vec![
+                crate::filter::Predicate::new(
+                    Dimension::Goal,
+                    crate::filter::Op::Is,
+                    vec![s("G-event")],
+                    None,
+                    true,
+                )
+                .unwrap(),
+            ],
+            ..plausible.clone()
+        };
+        let got = scan(&events, &zone, spec(&goal), Buckets::Constant, feed, 0);
+        let agg = got.aggregates.values().next().unwrap();
+        assert_eq!(cells(agg, Dimension::Page), vec![(s("/a"), 1, 0, 1)]);
+        assert_eq!(agg.totals.pageviews, 0);
+        // Tally's: pages are page views, events custom events.
+        let got = scan(&events, &zone, spec(&NO_FILTER), Buckets::Constant, feed, 0);
+        let agg = got.aggregates.values().next().unwrap();
+        assert_eq!(
+            cells(agg, Dimension::Page),
+            vec![(s("/a"), 1, 1, 0), (s("/b"), 1, 1, 0)]
+        );
+        assert_eq!(cells(agg, Dimension::Event), vec![(s("Signup"), 1, 0, 1)]);
+    }
 }

@@ -26,6 +26,7 @@ fn each_formula_gives_its_figure_and_exact_value() {
         total: &total,
         base: &base,
         group: Some(&group),
+        entry_bounces: false,
     };
     // (metric, figure, exact)
     let table: Vec<(Metric, Figure, Option<f64>)> = vec![

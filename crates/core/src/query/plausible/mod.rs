@@ -13,6 +13,7 @@
 //! the `visit:*_version`, `*_name` and `*_hostname` dimensions.
 
 pub mod body;
+pub mod label;
 pub mod v1;
 pub mod v2;
 

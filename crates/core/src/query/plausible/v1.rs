@@ -11,13 +11,14 @@
 //!
 //! `realtime/visitors` is no query of the range: the door counts it.
 
-use crate::filter::Filter;
-use crate::query::metric::ChangeRule;
+use crate::dimension::Dimension;
+use crate::filter::{Events, Filter, NONE_VALUE, Op, Predicate};
+use crate::query::metric::{ChangeRule, Metric};
 use crate::query::plausible::v2::{
     self, Clause, RangeSpec, at_filter, default_order, metrics_named, push_clauses,
 };
 use crate::query::plausible::{goal_not_configured, invalid};
-use crate::query::{Comparison, Context, Page, ParseError, Query};
+use crate::query::{Comparison, Context, Page, ParseError, Query, QueryDimension};
 use crate::range::Compare;
 use crate::zone::parse_date;
 use std::collections::BTreeMap;
@@ -141,7 +142,17 @@ pub fn parse(
         Endpoint::Breakdown => Some(page_of(get("limit"), get("page"))?),
         _ => None,
     };
-    let metrics = metrics_named(names.iter().map(|n| (n.as_str(), quoted(n))))?;
+    let mut metrics = metrics_named(names.iter().map(|n| (n.as_str(), quoted(n))))?;
+    // A breakdown's `conversion_rate` is each row's own (Plausible's
+    // `Legacy.Breakdown` asks for `group_conversion_rate`), but by goal or
+    // by a custom property.
+    if property.is_some_and(|p| p != "event:goal" && !p.starts_with("event:props:")) {
+        for m in &mut metrics {
+            if *m == Metric::ConversionRate {
+                *m = Metric::GroupConversionRate;
+            }
+        }
+    }
     // A named period is anchored on `date` when given.
     let anchor = match spec {
         RangeSpec::Named(_) => get("date"),
@@ -170,8 +181,22 @@ pub fn parse(
         .map_err(|e| at_filter(i, e))?;
         push_clauses(&mut predicates, i, vec![clause])?;
     }
+    // v1 leaves out the visits without a UTM tag (Plausible's
+    // `Legacy.Breakdown.dimension_filters`); v2 shows them as `(not set)`.
+    if let Some(QueryDimension::Dim(d)) = dimensions.last()
+        && d.blank_row()
+        && *d != Dimension::Referrer
+    {
+        predicates.push(
+            Predicate::new(*d, Op::IsNot, vec![NONE_VALUE.to_owned()], None, true)
+                .map_err(|e| invalid(e.to_string()))?,
+        );
+    }
     let order = default_order(&dimensions);
-    let filter = Filter { predicates };
+    let filter = Filter {
+        predicates,
+        events: Events::Plausible,
+    };
     let query = v2::query(range, window, metrics, dimensions, filter, order);
     let query = Query {
         page: page.unwrap_or(query.page),

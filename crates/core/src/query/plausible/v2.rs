@@ -8,10 +8,10 @@
 
 use crate::Millis;
 use crate::dimension::{Dimension, Level};
-use crate::filter::{Filter, MAX_FILTERS, Op, Predicate};
+use crate::filter::{Events, Filter, MAX_FILTERS, Op, Predicate};
 use crate::query::metric::Metric;
 use crate::query::plausible::{
-    Include, dimension, dimension_name, goal_not_configured, invalid, known_dimension,
+    Include, dimension, dimension_name, goal_not_configured, invalid, known_dimension, label,
     metric, metric_name, zone_datetime,
 };
 use crate::query::{Context, Convention, Order, OrderKey, Page, ParseError, Query, QueryDimension};
@@ -384,7 +384,12 @@ pub(crate) fn dimensions<'a>(
 /// The filter tree, flattened into Tally's AND of predicates.
 fn filters(v: Option<&Value>) -> Result<Filter, ParseError> {
     let list = match v {
-        None => return Ok(Filter::default()),
+        None => {
+            return Ok(Filter {
+                predicates: Vec::new(),
+                events: Events::Plausible,
+            });
+        }
         Some(Value::Array(list)) => list,
         Some(_) => return err("#/filters: Type mismatch. Expected Array."),
     };
@@ -395,7 +400,10 @@ fn filters(v: Option<&Value>) -> Result<Filter, ParseError> {
         flatten(f, false, &mut clauses).map_err(|e| at_filter(i, e))?;
         push_clauses(&mut predicates, i, clauses)?;
     }
-    Ok(Filter { predicates })
+    Ok(Filter {
+        predicates,
+        events: Events::Plausible,
+    })
 }
 
 /// Plausible's check of `visit:country` clauses (at any depth): `is` and
@@ -519,13 +527,29 @@ pub(crate) struct Clause {
 
 impl Clause {
     fn compile(self) -> Result<Predicate, crate::filter::FilterError> {
-        Predicate::new(
+        // Plausible's labels (`Direct / None`, `Mac`, …) name Tally's values.
+        let values = if matches!(self.op, Op::Is | Op::IsNot) {
+            let dim = self.dimension;
+            self.values.iter().map(|v| label::value(dim, v)).collect()
+        } else {
+            self.values
+        };
+        // Plausible's `contains_not` and `matches_not` on a property keep
+        // only the events that have it (`has_key(…) and not …`).
+        let requires_value = self.dimension == Dimension::Prop
+            && matches!(self.op, Op::NotContains | Op::NotMatches);
+        let p = Predicate::new(
             self.dimension,
             self.op,
-            self.values,
+            values,
             self.prop,
             self.case_sensitive,
-        )
+        )?;
+        Ok(if requires_value {
+            p.requiring_value()
+        } else {
+            p
+        })
     }
 
     /// What a simple filter `[op, dimension, values]` filters: its

@@ -86,7 +86,7 @@ fn a_v2_answer_is_rows_meta_and_the_query() {
         json!({
             // Visitors tie: by the dimension's text.
             "results": [
-                {"metrics": [2, 40.0, null], "dimensions": ["Direct"]},
+                {"metrics": [2, 40.0, null], "dimensions": ["Direct / None"]},
                 {"metrics": [2, 40.0, null], "dimensions": ["Google"]},
             ],
             "meta": {
