@@ -130,7 +130,15 @@ pub fn parse(body: &Value, ctx: &Context<'_>) -> Result<Request, ParseError> {
     let page = pagination(map.get("pagination"))?;
     let order = match map.get("order_by") {
         None => default_order(&dimensions),
-        Some(v) => order_by(v, &metrics, &dimensions)?,
+        Some(v) => {
+            // Dimensions by the names the request gave them (`time` is not
+            // `time:day`).
+            let names: Vec<&str> = match map.get("dimensions") {
+                Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            order_by(v, &metrics, &names)?
+        }
     };
     let query = Query {
         page,
@@ -783,11 +791,10 @@ pub(crate) fn default_order(dims: &[QueryDimension]) -> Order {
     Order::By(out)
 }
 
-fn order_by(v: &Value, metrics: &[Metric], dims: &[QueryDimension]) -> Result<Order, ParseError> {
+fn order_by(v: &Value, metrics: &[Metric], names: &[&str]) -> Result<Order, ParseError> {
     let Value::Array(list) = v else {
         return err("#/order_by: Type mismatch. Expected Array.");
     };
-    let names: Vec<String> = dims.iter().map(dimension_name).collect();
     let mut out = Vec::new();
     for (i, item) in list.iter().enumerate() {
         let pair = item.as_array().filter(|p| p.len() == 2);
@@ -804,7 +811,7 @@ fn order_by(v: &Value, metrics: &[Metric], dims: &[QueryDimension]) -> Result<Or
         };
         let key = match metrics.iter().position(|m| metric_name(*m) == name) {
             Some(m) => OrderKey::Metric(m),
-            None => match names.iter().position(|n| n == name) {
+            None => match names.iter().position(|n| *n == name) {
                 Some(d) => OrderKey::Dimension(d),
                 None => {
                     return err(format!(

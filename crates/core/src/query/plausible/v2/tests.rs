@@ -456,3 +456,18 @@ fn a_goal_filter_must_name_a_goal_the_site_configured() {
     // Without the site's goals (the context does not name them), no check.
     assert!(parsed(&body(json!(["Register"]))).is_ok());
 }
+
+#[test]
+fn order_by_names_a_dimension_as_the_request_wrote_it() {
+    let body = |dim: &str, by: &str| json!({"site_id": "s", "metrics": ["pageviews"], "date_range": "7d", "dimensions": [dim], "order_by": [["pageviews", "desc"], [by, "asc"]]});
+    let r = parsed(&body("time", "time")).unwrap();
+    assert_eq!(
+        r.query.order,
+        Order::By(vec![
+            (OrderKey::Metric(0), true),
+            (OrderKey::Dimension(0), false)
+        ])
+    );
+    assert!(parsed(&body("time:day", "time:day")).is_ok());
+    assert!(parsed(&body("time:day", "time")).is_err());
+}
