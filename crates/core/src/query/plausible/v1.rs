@@ -312,6 +312,9 @@ fn period_spec<'a>(period: &'a str, date: Option<&'a str>) -> Result<RangeSpec<'
 /// part's operator, property and values (`**` is `*`; a goal's values are
 /// goal names, as written).
 fn filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
+    if text.trim_start().starts_with('[') {
+        return json_filter_parts(text);
+    }
     let mut out = Vec::new();
     for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, op, value) = if let Some((n, v)) = part.split_once("!=") {
@@ -339,6 +342,39 @@ fn filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
         out.push((op, name.to_owned(), values));
     }
     Ok(out)
+}
+
+/// v1's `filters` as a JSON list, as Plausible also reads them:
+/// `[["is", "event:page", ["/en"]], ["matches_wildcard", "event:props:tier",
+/// ["small*"]]]` (`matches_wildcard` is `==` with a `*`).
+fn json_filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
+    let malformed = || invalid(format!("malformed filter {text:?}"));
+    let list: Vec<serde_json::Value> = serde_json::from_str(text).map_err(|_| malformed())?;
+    list.iter()
+        .map(|f| {
+            let (Some(op), Some(name), Some(values)) = (
+                f.get(0).and_then(serde_json::Value::as_str),
+                f.get(1).and_then(serde_json::Value::as_str),
+                f.get(2).and_then(serde_json::Value::as_array),
+            ) else {
+                return Err(malformed());
+            };
+            let op = match op {
+                "is" | "matches_wildcard" => "is",
+                "is_not" | "matches_wildcard_not" => "is_not",
+                "contains" => "contains",
+                "contains_not" => "contains_not",
+                "matches" => "matches",
+                "matches_not" => "matches_not",
+                _ => return Err(malformed()),
+            };
+            let values = values
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned).ok_or_else(malformed))
+                .collect::<Result<_, _>>()?;
+            Ok((op, name.to_owned(), values))
+        })
+        .collect()
 }
 
 /// Plausible's checks of v1 filters: known properties, and `==` goals the

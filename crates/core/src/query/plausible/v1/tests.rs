@@ -347,3 +347,26 @@ fn timeseries_and_breakdown_set_their_dimension_and_page() {
     let plan = parsed(Endpoint::Breakdown, "property=event:props:plan").unwrap();
     assert_eq!((plan.key.as_str(), plan.query.page.limit), ("plan", 100));
 }
+
+#[test]
+fn filters_may_be_a_json_list_as_plausible_takes_them() {
+    let q = |filters: &str| {
+        let encoded: String = url::form_urlencoded::byte_serialize(filters.as_bytes()).collect();
+        parsed(Endpoint::Aggregate, &format!("filters={encoded}"))
+    };
+    let r = q(
+        r#"[["contains","event:page",["/en"]],["matches_wildcard","event:props:tier",["small*"]]]"#,
+    )
+    .unwrap();
+    assert_eq!(r.query.filter.predicates.len(), 2);
+    assert_eq!(r.query.filter.predicates[0].op, crate::filter::Op::Contains);
+    assert_eq!(r.query.filter.predicates[1].op, crate::filter::Op::Is);
+    for bad in [
+        r#"[["resembles","event:page",["/"]]]"#,
+        r#"[["is","event:page"]]"#,
+        "[nope",
+    ] {
+        let e = q(bad).unwrap_err();
+        assert!(e.message.starts_with("malformed filter"), "{bad}: {e}");
+    }
+}
