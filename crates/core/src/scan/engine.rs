@@ -1021,6 +1021,7 @@ impl<'s> Engine<'s> {
             v.revenue_at as usize,
             v.engaged_at as usize,
         );
+        let pageview = self.filter.pageview;
         for (slot, cells) in self.slots.iter().zip(self.cells.iter_mut()) {
             match *slot {
                 Slot::Session(_, dim) => {
@@ -1068,7 +1069,12 @@ impl<'s> Engine<'s> {
                     let n = p.ids[at] as usize;
                     for &id in &p.ids[at + 1..at + 1 + n] {
                         let m = cells.visit(id, visit, v.visitor);
-                        m.events += 1;
+                        // Plausible's `pageview` event is page views.
+                        if matches!(slot, Slot::Event) && id == pageview {
+                            m.pageviews += 1;
+                        } else {
+                            m.events += 1;
+                        }
                         m.value += p.values[value_at];
                         value_at += 1;
                         let r = p.revenue[revenue_at];

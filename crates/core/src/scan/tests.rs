@@ -853,7 +853,7 @@ fn plausibles_events_put_custom_events_on_their_page_and_page_views_under_pagevi
         );
         assert_eq!(
             cells(agg, Dimension::Event),
-            vec![(s("Signup"), 1, 0, 1), (s("pageview"), 2, 0, 2)]
+            vec![(s("Signup"), 1, 0, 1), (s("pageview"), 2, 2, 0)]
         );
         // A goal filter keeps the converting events: Signup on /a.
         let goal = Filter {
