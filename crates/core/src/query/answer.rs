@@ -285,6 +285,12 @@ fn figures(
     q.metrics
         .iter()
         .map(|metric| {
+            if metric.is_conversion_rate() && q.convention == Convention::Plausible {
+                // Plausible's conversion rates are in hundredths
+                // (`round(? / ? * 100, 2)` in its `SpecialMetrics`).
+                let rate = metric.exact(m, scope).unwrap_or(0.0);
+                return Figure::Number(metric::round_to(rate, 2));
+            }
             if !metric.is_money() {
                 return metric.figure(m, scope);
             }

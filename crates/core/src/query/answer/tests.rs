@@ -762,3 +762,30 @@ fn plausible_rows_name_devices_and_systems_as_plausible_does() {
     );
     assert_eq!(values(&a), vec!["desktop", "unknown"]);
 }
+
+#[test]
+fn plausible_conversion_rates_are_in_hundredths() {
+    let q = Query {
+        filter: Filter::parse("goal==Signup").unwrap(),
+        ..plausible(vec![Metric::ConversionRate], Vec::new(), Vec::new())
+    };
+    let converted = Aggregate {
+        totals: m(2, 2, 2, 0, 0, 0),
+        ..Aggregate::default()
+    };
+    let mut base = both_days();
+    base.totals.visitors = 3;
+    let a = answer_with(&q, |f| {
+        let agg = if f.filter.is_empty() {
+            &base
+        } else {
+            &converted
+        };
+        folded(vec![(Bucket::All, agg.clone())])
+    });
+    // 2 of 3: 66.67 (Tally's own API says 66.7).
+    assert_eq!(
+        a.total(Metric::ConversionRate),
+        Some(&Figure::Number(66.67))
+    );
+}
