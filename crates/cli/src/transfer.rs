@@ -554,6 +554,12 @@ pub async fn export_daily(
             totals.write_record(&row).map_err(csv_err)?;
             for (d, w) in &mut files {
                 for (value, m) in agg.dims.get(d).into_iter().flatten() {
+                    // The blank row (visits without a referrer or tag,
+                    // Plausible's `(not set)`) is not a value: Tally's
+                    // reports leave it out, and so does the daily file.
+                    if value.is_empty() {
+                        continue;
+                    }
                     // Defused as every CSV cell from visitors' text is;
                     // the import drops the `'` it adds.
                     let mut row = vec![date.clone(), export::safe_cell(value)];
