@@ -6,6 +6,8 @@
 //! `lambda_*` or `tokio` crate.
 //!
 //! What lives here:
+//! - [`account`]: console accounts: roles and permissions, password
+//!   hashing, TOTP, tokens, cookies, CSRF and guess limits.
 //! - [`keys`]: every DynamoDB key pattern, built and parsed.
 //! - [`salt`]: the daily salt and the visitor id.
 //! - [`zone`]: site-local calendar days in an IANA time zone.
@@ -33,6 +35,7 @@
 //! - [`item_size`]: an item's size as DynamoDB measures it (one write unit).
 //! - [`cardinality`]: distinct property keys and values per site per hour.
 
+pub mod account;
 pub mod aggregate;
 pub mod auth;
 pub mod cardinality;

@@ -1,0 +1,27 @@
+//! Accounts of the console (issue 21): who may sign in and what they may
+//! do, as pure logic. Time and randomness are passed in.
+//!
+//! - [`role`]: roles, actions, the permission matrix, API key scopes.
+//! - [`password`]: the length rule and Argon2id PHC hashes.
+//! - [`totp`]: RFC 6238 codes, with drift and replay rules.
+//! - [`token`]: session, 2FA challenge, invite and setup tokens; ids.
+//! - [`cookie`]: `Set-Cookie` values and reading `Cookie`.
+//! - [`csrf`]: the CSRF token and `Origin` check.
+//! - [`guess`]: password and code guess limits.
+//! - [`record`]: the stored records (users, sessions, memberships, …)
+//!   and the audit entry.
+
+pub mod cookie;
+pub mod csrf;
+pub mod guess;
+pub mod password;
+pub mod record;
+pub mod role;
+pub mod token;
+pub mod totp;
+
+pub use record::{
+    AuditAction, AuditEntry, InstanceSettings, Invite, Membership, PendingLogin, Session,
+    SetupToken, User,
+};
+pub use role::{Action, InstanceAction, KeyScope, Role};
