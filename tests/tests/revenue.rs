@@ -348,7 +348,7 @@ async fn revenue_per_currency_equals_a_hand_count_from_every_source() {
         serde_json::json!({
             "value": donations_total as f64 / 100.0,
             "currency": "GBP",
-            "short": "\u{a3}59.98",
+            "short": "\u{a3}60.0",
             "long": "\u{a3}59.98",
         })
     );

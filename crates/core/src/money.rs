@@ -177,15 +177,21 @@ impl<'de> Deserialize<'de> for Amount {
 }
 
 impl Amount {
-    /// Rounded half away from zero to `places` fraction digits (at most
-    /// six): `(negative, whole, fraction)`.
+    /// Rounded half to even to `places` fraction digits (at most six), as
+    /// CLDR formats numbers: `(negative, whole, fraction)`.
     fn rounded(self, places: u32) -> (bool, u128, u128) {
         let places = places.min(SCALE_DIGITS as u32);
         let step = 10_u128.pow(SCALE_DIGITS as u32 - places);
-        let abs = self.0.unsigned_abs();
-        let units = (abs + step / 2) / step;
+        let units = half_even(self.0.unsigned_abs(), step);
         let per = 10_u128.pow(places);
         (self.0 < 0 && units != 0, units / per, units % per)
+    }
+
+    /// Cut (towards zero) to `places` fraction digits (at most six), as
+    /// ClickHouse's `toDecimal64(x, places)` cuts a number.
+    pub fn truncated(self, places: u32) -> Self {
+        let step = 10_i128.pow(SCALE_DIGITS as u32 - places.min(SCALE_DIGITS as u32));
+        Self(self.0 / step * step)
     }
 
     /// The amount as a float, for APIs that answer numbers (`59.97`).
@@ -238,49 +244,64 @@ fn with_symbol(currency: &str, negative: bool, digits: &str) -> String {
     }
 }
 
-/// An amount written out in full, rounded to the currency's minor unit,
-/// with thousands separators: `$1,234.50`, `\u{a5}1,235`, `-\u{20ac}5.00`,
-/// `CHF 12.00`.
+/// `n / d` rounded half to even.
+fn half_even(n: u128, d: u128) -> u128 {
+    let (q, r) = (n / d, n % d);
+    match (2 * r).cmp(&d) {
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal if q % 2 == 1 => q + 1,
+        _ => q,
+    }
+}
+
+/// Digits with thousands separators: `1,234`.
+fn grouped(whole: u128) -> String {
+    let text = whole.to_string();
+    let mut out = String::with_capacity(text.len() + text.len() / 3);
+    for (i, c) in text.chars().enumerate() {
+        if i > 0 && (text.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An amount written out in full as Plausible writes it (ex_money's
+/// `Money.to_string!`): rounded half to even to the currency's minor
+/// unit, with thousands separators: `$1,234.50`, `\u{a5}1,234`,
+/// `-\u{20ac}5.00`, `CHF 12.00`.
 pub fn format_long(amount: Amount, currency: &str) -> String {
     let places = minor_digits(currency);
     let (negative, whole, fraction) = amount.rounded(places);
-    let text = whole.to_string();
-    let mut grouped = String::with_capacity(text.len() + text.len() / 3);
-    for (i, c) in text.chars().enumerate() {
-        if i > 0 && (text.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
+    let mut digits = grouped(whole);
     if places > 0 {
-        grouped = format!("{grouped}.{fraction:0>width$}", width = places as usize);
+        digits = format!("{digits}.{fraction:0>width$}", width = places as usize);
     }
-    with_symbol(currency, negative, &grouped)
+    with_symbol(currency, negative, &digits)
 }
 
-/// An amount written short: in full below a thousand, else one decimal
-/// and K, M, B or T (`$1.2K`, `\u{20ac}3M`).
+/// An amount written short as Plausible writes it (ex_money's
+/// `format: :short, fractional_digits: 1`): one decimal, rounded half to
+/// even, in full below a thousand (`$100.3`, `\u{20ac}100.0`), else in
+/// K, M, B or T (`$1.2K`, `$3.0K`, `\u{20ac}2.5M`).
 pub fn format_short(amount: Amount, currency: &str) -> String {
-    let (negative, whole, _) = amount.rounded(0);
-    if whole < 1000 {
-        return format_long(amount, currency);
+    let abs = amount.0.unsigned_abs();
+    let unit_scale = SCALE.unsigned_abs();
+    // The largest unit the amount reaches, then a larger one if rounding
+    // to one decimal reaches a thousand of it.
+    let units = ["", "K", "M", "B", "T"];
+    let mut i = 0;
+    while i + 1 < units.len() && abs >= unit_scale * 1000_u128.pow(i as u32 + 1) {
+        i += 1;
     }
-    let (mut scaled, mut unit) = (whole, "K");
-    let mut divisor = 1000_u128;
-    for next in ["M", "B", "T"] {
-        if whole >= divisor * 1000 {
-            divisor *= 1000;
-            unit = next;
-        }
+    let mut tenths = half_even(abs * 10, unit_scale * 1000_u128.pow(i as u32));
+    if tenths >= 10_000 && i + 1 < units.len() {
+        i += 1;
+        tenths = half_even(abs * 10, unit_scale * 1000_u128.pow(i as u32));
     }
-    // One decimal, rounded half up.
-    scaled = (scaled * 10 + divisor / 2) / divisor;
-    let digits = if scaled % 10 == 0 {
-        format!("{}{unit}", scaled / 10)
-    } else {
-        format!("{}.{}{unit}", scaled / 10, scaled % 10)
-    };
-    with_symbol(currency, negative, &digits)
+    let digits = format!("{}.{}{}", grouped(tenths / 10), tenths % 10, units[i]);
+    with_symbol(currency, amount.0 < 0 && tenths != 0, &digits)
 }
 
 /// The revenue of one report row in one currency: the exact total and the
@@ -404,18 +425,27 @@ mod tests {
 
     #[test]
     fn amounts_are_written_in_each_currencys_notation() {
+        // Plausible's (ex_money's) notations, rounding half to even.
         let cases = [
             ("1234.5", "USD", "$1,234.50", "$1.2K"),
-            ("39.98", "EUR", "\u{20ac}39.98", "\u{20ac}39.98"),
-            ("999.996", "GBP", "\u{a3}1,000.00", "\u{a3}1K"),
-            ("1234.5", "JPY", "\u{a5}1,235", "\u{a5}1.2K"),
-            ("-5", "EUR", "-\u{20ac}5.00", "-\u{20ac}5.00"),
-            ("12", "CHF", "CHF\u{a0}12.00", "CHF\u{a0}12.00"),
-            ("1.2345", "KWD", "KWD\u{a0}1.235", "KWD\u{a0}1.235"),
+            ("39.98", "EUR", "\u{20ac}39.98", "\u{20ac}40.0"),
+            ("100.3", "USD", "$100.30", "$100.3"),
+            ("100", "EUR", "\u{20ac}100.00", "\u{20ac}100.0"),
+            ("50.45", "USD", "$50.45", "$50.4"),
+            ("50.55", "USD", "$50.55", "$50.6"),
+            ("67.066", "USD", "$67.07", "$67.1"),
+            ("3000", "USD", "$3,000.00", "$3.0K"),
+            ("999.996", "GBP", "\u{a3}1,000.00", "\u{a3}1.0K"),
+            ("1234.5", "JPY", "\u{a5}1,234", "\u{a5}1.2K"),
+            ("1235.5", "JPY", "\u{a5}1,236", "\u{a5}1.2K"),
+            ("-5", "EUR", "-\u{20ac}5.00", "-\u{20ac}5.0"),
+            ("12", "CHF", "CHF\u{a0}12.00", "CHF\u{a0}12.0"),
+            ("1.2345", "KWD", "KWD\u{a0}1.234", "KWD\u{a0}1.2"),
             ("2500000", "USD", "$2,500,000.00", "$2.5M"),
-            ("1999999", "USD", "$1,999,999.00", "$2M"),
-            ("0.004", "USD", "$0.00", "$0.00"),
-            ("-0.004", "USD", "$0.00", "$0.00"),
+            ("1999999", "USD", "$1,999,999.00", "$2.0M"),
+            ("999999", "USD", "$999,999.00", "$1.0M"),
+            ("0.004", "USD", "$0.00", "$0.0"),
+            ("-0.004", "USD", "$0.00", "$0.0"),
         ];
         for (amount, currency, long, short) in cases {
             let a = Amount::parse(amount).unwrap();
@@ -423,6 +453,15 @@ mod tests {
             assert_eq!(format_short(a, currency), short, "{amount} {currency}");
         }
         assert_eq!(Amount::parse("59.97").unwrap().to_f64(), 59.97);
+    }
+
+    #[test]
+    fn amounts_are_cut_to_fewer_digits_towards_zero() {
+        let cut = |a: &str, places| Amount::parse(a).unwrap().truncated(places).to_string();
+        assert_eq!(cut("67.066667", 3), "67.066");
+        assert_eq!(cut("-67.066667", 3), "-67.066");
+        assert_eq!(cut("201.2", 3), "201.2");
+        assert_eq!(cut("1.999", 0), "1");
     }
 
     proptest! {

@@ -549,6 +549,16 @@ fn rows(
             });
         }
     }
+    // By goal, revenue is null on the rows of goals without it; only when
+    // no row has any is that worth a warning (Plausible's
+    // `no_revenue_goals_matching`: no goal in the query carries revenue).
+    if matches!(q.breakdown(), Some(QueryDimension::Dim(Dimension::Goal)))
+        && built
+            .iter()
+            .any(|b| b.row.figures.iter().any(|f| matches!(f, Figure::Money(_))))
+    {
+        warnings.retain(|(_, w)| *w != RevenueWarning::NoRevenueGoalsMatching);
+    }
     // The rows borrow the groups: order and page them before they go.
     let rows = order(q, built);
     let total_rows = rows.len();

@@ -300,13 +300,15 @@ pub enum Figure {
 }
 
 impl Figure {
-    /// The figure as a number, for ordering (`None` for null, money and
-    /// revenue).
+    /// The figure as a number, for ordering (money by its amount, as
+    /// Plausible orders revenue whatever the currency; `None` for null and
+    /// Tally's revenue per currency).
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Self::Count(n) => Some(*n as f64),
             Self::Number(x) => Some(*x),
-            Self::Money(_) | Self::Revenue(_) | Self::Null => None,
+            Self::Money(m) => Some(m.value),
+            Self::Revenue(_) | Self::Null => None,
         }
     }
 }
@@ -331,7 +333,7 @@ pub struct MoneyValue {
     pub value: f64,
     /// ISO 4217 code.
     pub currency: String,
-    /// Short notation (`$1.2K`).
+    /// Short notation (`$1.2K`, `$100.3`).
     pub short: String,
     /// Full notation (`$1,234.50`).
     pub long: String,
@@ -410,11 +412,14 @@ pub fn money_value(
             None => return Err(RevenueWarning::NoRevenueGoalsMatching),
         },
     };
+    // Plausible's ClickHouse figures: `toDecimal64(avg(…), 3)` and
+    // `toDecimal64(sum(…), 3)`, cut to thousandths (201.2 / 3 is 67.066).
     let amount = if metric == Metric::AverageRevenue {
         sum.average()
     } else {
         sum.total
-    };
+    }
+    .truncated(3);
     Ok(MoneyValue {
         value: amount.to_f64(),
         currency: code.to_owned(),

@@ -475,6 +475,21 @@ fn revenue_is_one_currency_or_null_with_the_reason_once() {
         })
         .collect();
     assert_eq!(currencies, vec!["USD", "EUR"]);
+    // A goal without revenue is null beside one with it, and no warning:
+    // the query has a goal that carries revenue. Ordered by revenue, rows
+    // compare amounts whatever the currency (null last, descending).
+    let some = goal_days(&[("EUR", &["1"])], &[]);
+    let by_revenue = plausible(
+        vec![Metric::Visitors, Metric::AverageRevenue],
+        vec![QueryDimension::Dim(Dimension::Goal)],
+        vec![(OrderKey::Metric(1), true)],
+    );
+    let a = answer_with(&by_revenue, by_buckets(some));
+    assert_eq!(values(&a), vec!["Signup", "Donation"]);
+    assert_eq!(a.rows[1].figures[1], Figure::Null);
+    assert!(a.metric_warnings.is_empty(), "{a:?}");
+    let a = answer_with(&by_revenue, by_buckets(mixed.clone()));
+    assert_eq!(values(&a), vec!["Donation", "Signup"], "USD 2 before EUR 1");
     // Otherwise null, once per metric, with the reason.
     let cases = [
         (

@@ -164,8 +164,8 @@ fn v2_money_is_plausibles_object() {
         got["results"],
         json!([{"metrics": [
             1,
-            {"value": 39.98, "currency": "EUR", "short": "\u{20ac}39.98", "long": "\u{20ac}39.98"},
-            {"value": 19.99, "currency": "EUR", "short": "\u{20ac}19.99", "long": "\u{20ac}19.99"},
+            {"value": 39.98, "currency": "EUR", "short": "\u{20ac}40.0", "long": "\u{20ac}39.98"},
+            {"value": 19.99, "currency": "EUR", "short": "\u{20ac}20.0", "long": "\u{20ac}19.99"},
         ], "dimensions": ["Signup"]}])
     );
     assert!(got["meta"].get("metric_warnings").is_none());
