@@ -17,6 +17,18 @@
 //! | daily salt | `SALT` | `DAY#{YYYY-MM-DD}` |
 //! | job state | `JOBS` | `JOB#{name}` |
 //! | rate window | `RATE#{site}#{minute}` | `{bucket}` |
+//! | user (console account) | `USER#{uid}` | `USER` |
+//! | email → user (unique by a conditional put) | `EMAIL#{email}` | `EMAIL` |
+//! | session | `USER#{uid}` | `SESSION#{sha256(token)}` |
+//! | pending 2FA login | `USER#{uid}` | `PENDING#{sha256(challenge)}` |
+//! | membership, by site | `SITE#{site}` | `MEMBER#{uid}` |
+//! | membership, by user (written with the one above in one transaction) | `USER#{uid}` | `MEMBER#{site}` |
+//! | invite | `SITE#{site}` | `INVITE#{sha256(token)}` |
+//! | setup token | `INSTANCE` | `SETUP#{sha256(token)}` |
+//! | instance owner marker | `INSTANCE` | `OWNER` |
+//! | instance settings | `INSTANCE` | `SETTINGS` |
+//! | audit entry | `SITE#{site}` or `INSTANCE` | `AUDIT#{millis:013}#{6 hex}` |
+//! | guess window | `GUESS#{scope}` | `{window start millis}` |
 //!
 //! A segment part's id names where it is stored ([`part_key`]): parts are
 //! spread over one partition per UTC day, so a range of days is read from
@@ -320,6 +332,95 @@ pub fn parse_job_sk(sk: &str) -> Option<String> {
     unescape(sk.strip_prefix("JOB#")?)
 }
 
+/// Partition key of instance-wide items (setup tokens, the owner marker,
+/// settings, the instance's audit log).
+pub const INSTANCE_PK: &str = "INSTANCE";
+/// Sort key of a user item under [`user_pk`].
+pub const USER_SK: &str = "USER";
+/// Sort key of an email item under [`email_pk`].
+pub const EMAIL_SK: &str = "EMAIL";
+/// Sort key of the instance owner marker under [`INSTANCE_PK`].
+pub const OWNER_SK: &str = "OWNER";
+/// Sort key of the instance settings under [`INSTANCE_PK`].
+pub const SETTINGS_SK: &str = "SETTINGS";
+/// Sort-key prefix of sessions under a user.
+pub const SESSION_PREFIX: &str = "SESSION#";
+/// Sort-key prefix of pending 2FA logins under a user.
+pub const PENDING_PREFIX: &str = "PENDING#";
+/// Sort-key prefix of memberships: `MEMBER#{uid}` under a site,
+/// `MEMBER#{site}` under a user.
+pub const MEMBER_PREFIX: &str = "MEMBER#";
+/// Sort-key prefix of invites under a site.
+pub const INVITE_PREFIX: &str = "INVITE#";
+/// Sort-key prefix of setup tokens under [`INSTANCE_PK`].
+pub const SETUP_PREFIX: &str = "SETUP#";
+/// Sort-key prefix of audit entries under a site or [`INSTANCE_PK`].
+pub const AUDIT_PREFIX: &str = "AUDIT#";
+
+/// `USER#{uid}`: a console user's partition (the user, sessions, pending
+/// logins, memberships by site).
+pub fn user_pk(uid: &str) -> String {
+    format!("USER#{}", escape(uid))
+}
+
+/// `EMAIL#{email}`: the item that maps a (lower-case) email to its user.
+pub fn email_pk(email: &str) -> String {
+    format!("EMAIL#{}", escape(email))
+}
+
+/// `SESSION#{hash}`: a session by its token's hash.
+pub fn session_sk(token_hash_hex: &str) -> String {
+    format!("{SESSION_PREFIX}{token_hash_hex}")
+}
+
+/// `PENDING#{hash}`: a pending 2FA login by its challenge's hash.
+pub fn pending_sk(challenge_hash_hex: &str) -> String {
+    format!("{PENDING_PREFIX}{challenge_hash_hex}")
+}
+
+/// `MEMBER#{uid}` under a site, or `MEMBER#{site}` under a user.
+pub fn member_sk(id: &str) -> String {
+    format!("{MEMBER_PREFIX}{}", escape(id))
+}
+
+/// Parses [`member_sk`].
+pub fn parse_member_sk(sk: &str) -> Option<String> {
+    unescape(sk.strip_prefix(MEMBER_PREFIX)?)
+}
+
+/// `INVITE#{hash}`: an invite by its token's hash.
+pub fn invite_sk(token_hash_hex: &str) -> String {
+    format!("{INVITE_PREFIX}{token_hash_hex}")
+}
+
+/// `SETUP#{hash}`: a setup token by its hash.
+pub fn setup_sk(token_hash_hex: &str) -> String {
+    format!("{SETUP_PREFIX}{token_hash_hex}")
+}
+
+/// `AUDIT#{millis:013}#{nonce}`: an audit entry, sorted by time.
+pub fn audit_sk(at: Millis, nonce: &str) -> String {
+    format!("{AUDIT_PREFIX}{:013}#{}", at.max(0), escape(nonce))
+}
+
+/// Parses [`audit_sk`] into the time and the nonce.
+pub fn parse_audit_sk(sk: &str) -> Option<(Millis, String)> {
+    let (at, nonce) = sk.strip_prefix(AUDIT_PREFIX)?.split_once('#')?;
+    let digits = at.len() == 13 && at.bytes().all(|b| b.is_ascii_digit());
+    Some((at.parse().ok().filter(|_| digits)?, unescape(nonce)?))
+}
+
+/// `GUESS#{scope}`: a guess-limit scope's windows
+/// (`tally_core::account::guess::Scope::key`).
+pub fn guess_pk(scope: &str) -> String {
+    format!("GUESS#{}", escape(scope))
+}
+
+/// The sort key of a guess window: its start in milliseconds.
+pub fn guess_sk(window_start: Millis) -> String {
+    window_start.to_string()
+}
+
 /// `RATE#{scope}#{minute}`: a per-minute rate-limit window. `scope` is a site
 /// id or a fixed word; `minute` counts minutes since the epoch.
 pub fn rate_pk(scope: &str, minute: i64) -> String {
@@ -470,6 +571,29 @@ mod tests {
 
     fn site_id() -> impl Strategy<Value = String> {
         "[a-z0-9][a-z0-9._-]{0,40}"
+    }
+
+    #[test]
+    fn account_keys() {
+        assert_eq!(user_pk("0123456789abcdef"), "USER#0123456789abcdef");
+        assert_eq!(email_pk("a#b@example.com"), "EMAIL#a%23b@example.com");
+        assert_eq!(session_sk("ab"), "SESSION#ab");
+        assert_eq!(pending_sk("ab"), "PENDING#ab");
+        assert_eq!(member_sk("blog"), "MEMBER#blog");
+        assert_eq!(parse_member_sk("MEMBER#blog").as_deref(), Some("blog"));
+        assert_eq!(invite_sk("ab"), "INVITE#ab");
+        assert_eq!(setup_sk("ab"), "SETUP#ab");
+        let sk = audit_sk(1_700_000_000_000, "a1b2c3");
+        assert_eq!(sk, "AUDIT#1700000000000#a1b2c3");
+        assert_eq!(
+            parse_audit_sk(&sk),
+            Some((1_700_000_000_000, "a1b2c3".to_owned()))
+        );
+        // Thirteen digits keep entries in time order as strings.
+        assert!(audit_sk(999, "x") < audit_sk(1_000, "x"));
+        assert_eq!(parse_audit_sk("AUDIT#12#x"), None);
+        assert_eq!(guess_pk("NET#ab"), "GUESS#NET%23ab");
+        assert_eq!(guess_sk(900_000), "900000");
     }
 
     #[test]

@@ -16,8 +16,11 @@
 //! - [`sites`]: sites and API keys, with a per-instance site cache.
 //! - [`settings`]: a site's goals and funnels.
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
+//! - [`accounts`]: the console's users, sessions, memberships, invites,
+//!   setup tokens, settings, audit entries and guess windows.
 //! - [`clock`]: the clock the handlers are given.
 
+pub mod accounts;
 pub mod client;
 pub mod clock;
 pub mod detail;
