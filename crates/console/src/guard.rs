@@ -1,0 +1,62 @@
+//! The guess limits around every password and code check
+//! (`tally_core::account::guess`): a unit is taken from each window before
+//! the check and given back when it passed, so parallel guesses cannot slip
+//! past a limit; counts live in the table, shared by every instance.
+
+use crate::ConsoleStore;
+use crate::auth::request_cookie;
+use crate::config::Config;
+use crate::error::ConsoleError;
+use lambda_http::Request;
+use tally_core::Millis;
+use tally_core::account::guess::{self, Window};
+use tally_core::account::{User, cookie, token};
+
+/// Units taken for one check, to give back if it passes.
+#[derive(Debug)]
+pub struct Taken(Vec<Window>);
+
+/// The account a check counts against: the user's id, or a hash of an
+/// email no user has.
+pub fn account_of(user: Option<&User>, email: &str) -> String {
+    user.map_or_else(|| guess::account_for_unknown_email(email), |u| u.id.clone())
+}
+
+/// Takes a unit from each window of an attempt at `account` (the browser's
+/// own window when it logged in to `user` before): `Err` 429 when a window
+/// is over its limit.
+pub async fn take<S: ConsoleStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    account: &str,
+    user: Option<&User>,
+    now: Millis,
+) -> Result<Taken, ConsoleError> {
+    let ip = tally_lambda::request::client_ip(request, false);
+    let network = tally_core::salt::network_id(&config.network_key, &ip);
+    let device = request_cookie(request, cookie::DEVICE_COOKIE)
+        .filter(|d| token::valid_device_id(d))
+        .map(guess::device_hash)
+        .filter(|hash| user.is_some_and(|u| u.knows_device(hash)));
+    let windows = guess::windows(account, &network, device.as_deref(), now);
+    let mut counts = Vec::with_capacity(windows.len());
+    for window in windows {
+        let count = store.add_guess(&window, 1).await?;
+        counts.push((window, count));
+    }
+    if let Err(wait) = guess::verdict(&counts, now) {
+        tracing::warn!(event = "guess_limited", "too many failed attempts");
+        return Err(ConsoleError::too_many_attempts(wait));
+    }
+    Ok(Taken(counts.into_iter().map(|(w, _)| w).collect()))
+}
+
+/// Gives back the units of a check that passed.
+pub async fn give_back<S: ConsoleStore>(store: &S, taken: Taken) {
+    for window in taken.0 {
+        if let Err(e) = store.add_guess(&window, -1).await {
+            tracing::warn!(error = %e, "a guess unit was not given back");
+        }
+    }
+}
