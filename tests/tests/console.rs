@@ -1,0 +1,773 @@
+//! The console's accounts end to end, through the real handler and the
+//! embedded DynamoDB: first-run setup, logins with and without 2FA,
+//! sessions (expiry, revocation, logout), CSRF and origin checks, guess
+//! limits, `require_2fa`, and logs that hold no secret.
+//!
+//! TOTP codes are computed here by an implementation of RFC 6238 of the
+//! test's own (over ring's HMAC-SHA-1), not by the code under test.
+
+#![allow(clippy::unwrap_used)]
+
+use lambda_http::{Body, Request, RequestExt};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tally_console::{Config, handle};
+use tally_core::account::{SetupToken, User, token};
+use tally_core::{DAY_MS, MINUTE_MS};
+use tally_store::Store;
+use tally_store::clock::ManualClock;
+use tally_tests::Harness;
+
+const START: i64 = 1_800_000_000_000;
+const PASSWORD: &str = "correct horse battery";
+const UA: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+
+/// RFC 6238 with SHA-1, 6 digits, 30 s: the test's own.
+fn rfc6238(secret_base32: &str, now_ms: i64) -> String {
+    let alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut bits = String::new();
+    for c in secret_base32.chars() {
+        let v = alphabet.find(c).unwrap();
+        bits.push_str(&format!("{v:05b}"));
+    }
+    let secret: Vec<u8> = bits
+        .as_bytes()
+        .chunks_exact(8)
+        .map(|b| u8::from_str_radix(std::str::from_utf8(b).unwrap(), 2).unwrap())
+        .collect();
+    let counter = (now_ms / 1000 / 30) as u64;
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, &secret);
+    let mac = ring::hmac::sign(&key, &counter.to_be_bytes());
+    let mac = mac.as_ref();
+    let o = (mac[19] & 0xf) as usize;
+    let n = (u32::from(mac[o]) & 0x7f) << 24
+        | u32::from(mac[o + 1]) << 16
+        | u32::from(mac[o + 2]) << 8
+        | u32::from(mac[o + 3]);
+    format!("{:06}", n % 1_000_000)
+}
+
+#[test]
+fn the_tests_totp_matches_rfc_6238() {
+    // RFC 6238 appendix B, SHA-1 at 59 s: 94287082 (last six digits).
+    let seed = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"; // "12345678901234567890"
+    assert_eq!(rfc6238(seed, 59_000), "287082");
+    assert_eq!(rfc6238(seed, 1_111_111_109_000), "081804");
+}
+
+/// A browser: its cookies, its address, the console's answers.
+struct Browser {
+    cookies: Vec<(String, String)>,
+    ip: String,
+    csrf: Option<String>,
+}
+
+struct Console {
+    store: Store,
+    clock: ManualClock,
+    config: Config,
+    _h: Harness,
+}
+
+impl Console {
+    async fn start() -> Self {
+        let h = Harness::start().await;
+        Self {
+            store: h.store.clone(),
+            clock: ManualClock::at(START),
+            config: Config::new(&tally_core::salt::Secret::new(b"console tests".to_vec())),
+            _h: h,
+        }
+    }
+
+    async fn send(&self, request: Request) -> (u16, Value, lambda_http::http::HeaderMap) {
+        let response = handle(&self.store, &self.clock, &self.config, request).await;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body: &[u8] = response.body();
+        let json = serde_json::from_slice(body).unwrap_or(Value::Null);
+        (status, json, headers)
+    }
+
+    /// A setup token stored as `tally setup-token` stores it.
+    async fn setup_token(&self, seed: u8) -> String {
+        let t = token::setup_token(&[seed; 20]);
+        let record = SetupToken::new(token::hash_token(&t), self.clock.now_ms());
+        self.store.put_setup_token(&record).await.unwrap();
+        t
+    }
+}
+
+trait Now {
+    fn now_ms(&self) -> i64;
+}
+impl Now for ManualClock {
+    fn now_ms(&self) -> i64 {
+        tally_store::clock::Clock::now(self)
+    }
+}
+
+impl Browser {
+    fn new(ip: &str) -> Self {
+        Self {
+            cookies: Vec::new(),
+            ip: ip.to_owned(),
+            csrf: None,
+        }
+    }
+
+    fn request(&self, method: &str, path: &str, body: Option<Value>) -> http::request::Builder {
+        let _ = body;
+        let mut b = http::Request::builder()
+            .method(method)
+            .uri(format!("/api/console/{path}"))
+            .header("host", "tally.example.com")
+            .header("user-agent", UA);
+        if !self.cookies.is_empty() {
+            let cookie = self
+                .cookies
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            b = b.header("cookie", cookie);
+        }
+        b
+    }
+
+    fn build(&self, builder: http::request::Builder, body: Option<Value>) -> Request {
+        let mut context =
+            lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
+        context.http.source_ip = Some(self.ip.clone());
+        let body = body.map_or(Body::Empty, |b| Body::Text(b.to_string()));
+        builder
+            .body(body)
+            .unwrap()
+            .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context))
+    }
+
+    /// Sends with the CSRF token and a same-origin `Origin`.
+    async fn call(
+        &mut self,
+        console: &Console,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut b = self.request(method, path, body.clone());
+        if let Some(csrf) = &self.csrf {
+            b = b.header("x-csrf-token", csrf);
+        }
+        b = b.header("origin", "https://tally.example.com");
+        self.raw(console, b, body).await
+    }
+
+    async fn raw(
+        &mut self,
+        console: &Console,
+        builder: http::request::Builder,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let (status, json, headers) = console.send(self.build(builder, body)).await;
+        for value in headers.get_all("set-cookie") {
+            let text = value.to_str().unwrap();
+            let (pair, _) = text.split_once(';').unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            self.cookies.retain(|(k, _)| k != name);
+            if !value.is_empty() {
+                self.cookies.push((name.to_owned(), value.to_owned()));
+            }
+        }
+        if let Some(csrf) = json.get("csrf").and_then(Value::as_str) {
+            self.csrf = Some(csrf.to_owned());
+        }
+        (status, json)
+    }
+
+    fn cookie(&self, name: &str) -> Option<&str> {
+        self.cookies
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    async fn login(&mut self, console: &Console, email: &str, password: &str) -> (u16, Value) {
+        self.call(
+            console,
+            "POST",
+            "login",
+            Some(json!({"email": email, "password": password})),
+        )
+        .await
+    }
+}
+
+/// Sets up the instance owner and returns their browser.
+async fn owner(console: &Console) -> Browser {
+    let t = console.setup_token(1).await;
+    let mut b = Browser::new("198.51.100.1");
+    let (status, body) = b
+        .call(
+            console,
+            "POST",
+            "setup",
+            Some(json!({"token": t, "email": "Owner@Example.com", "password": PASSWORD})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    b
+}
+
+/// A second user, created as `tally user create` creates one.
+async fn member(console: &Console, email: &str) {
+    let user = User {
+        id: token::user_id_from_bytes(&[9; 8]),
+        email: email.to_owned(),
+        password: tally_core::account::password::hash(PASSWORD, &[9; 16]).unwrap(),
+        totp_secret: None,
+        totp_enabled: false,
+        totp_last_step: None,
+        instance_owner: false,
+        created: START,
+        known_devices: Vec::new(),
+    };
+    assert!(console.store.create_user(&user).await.unwrap());
+}
+
+#[tokio::test]
+async fn setup_happens_once_with_a_valid_token() {
+    let console = Console::start().await;
+    let mut b = Browser::new("198.51.100.1");
+    assert_eq!(
+        b.call(&console, "GET", "setup", None).await,
+        (200, json!({"needed": true}))
+    );
+    let good = console.setup_token(1).await;
+    let form =
+        |t: &str| Some(json!({"token": t, "email": "owner@example.com", "password": PASSWORD}));
+    // A wrong token, a malformed one.
+    let wrong = token::setup_token(&[2; 20]);
+    for t in [wrong.as_str(), "tsu_nope"] {
+        let (status, body) = b.call(&console, "POST", "setup", form(t)).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (403, Some("invalid_setup_token"))
+        );
+    }
+    // A short password.
+    let (status, body) = b
+        .call(
+            &console,
+            "POST",
+            "setup",
+            Some(json!({"token": good, "email": "o@example.com", "password": "short"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("weak_password"))
+    );
+    let (status, me) = b.call(&console, "POST", "setup", form(&good)).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["user"]["email"], "owner@example.com");
+    assert_eq!(me["user"]["instance_owner"], true);
+    assert!(b.cookie("tally_session").is_some() && b.cookie("tally_device").is_some());
+    // The same token again, or another one: the instance has its owner.
+    let (status, _) = b.call(&console, "POST", "setup", form(&good)).await;
+    assert_eq!(status, 409);
+    let other = console.setup_token(3).await;
+    let (status, _) = Browser::new("198.51.100.2")
+        .call(&console, "POST", "setup", form(&other))
+        .await;
+    assert_eq!(status, 409);
+    assert_eq!(
+        b.call(&console, "GET", "setup", None).await,
+        (200, json!({"needed": false}))
+    );
+    assert_eq!(b.call(&console, "GET", "me", None).await.0, 200);
+}
+
+#[tokio::test]
+async fn login_sessions_expiry_revocation_and_logout() {
+    let console = Console::start().await;
+    owner(&console).await;
+    let mut laptop = Browser::new("203.0.113.7");
+    let (status, body) = laptop
+        .login(&console, "owner@example.com", "wrong password!")
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("invalid_credentials"))
+    );
+    let (status, body) = laptop.login(&console, "nobody@example.com", PASSWORD).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("invalid_credentials"))
+    );
+    let (status, me) = laptop.login(&console, "OWNER@example.com", PASSWORD).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(laptop.call(&console, "GET", "me", None).await.0, 200);
+
+    let mut phone = Browser::new("203.0.113.8");
+    assert_eq!(
+        phone.login(&console, "owner@example.com", PASSWORD).await.0,
+        200
+    );
+    let (status, list) = laptop.call(&console, "GET", "sessions", None).await;
+    assert_eq!(status, 200);
+    let sessions = list["sessions"].as_array().unwrap();
+    // The setup's session, the laptop's and the phone's.
+    assert_eq!(sessions.len(), 3, "{list}");
+    assert_eq!(sessions.iter().filter(|s| s["current"] == true).count(), 1);
+    assert_eq!(sessions[0]["label"], "Chrome on macOS");
+    // The laptop ends the phone's session.
+    let phone_id = {
+        let (_, list) = phone.call(&console, "GET", "sessions", None).await;
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["current"] == true)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (status, _) = laptop
+        .call(&console, "DELETE", &format!("sessions/{phone_id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(phone.call(&console, "GET", "me", None).await.0, 401);
+    assert_eq!(
+        laptop
+            .call(&console, "DELETE", "sessions/000000000000", None)
+            .await
+            .0,
+        404
+    );
+
+    // Idle for three days: over.
+    console.clock.advance(3 * DAY_MS);
+    assert_eq!(laptop.call(&console, "GET", "me", None).await.0, 401);
+    // Used every two days: over at fourteen days all the same.
+    console.clock.set(START);
+    let mut desk = Browser::new("203.0.113.9");
+    assert_eq!(
+        desk.login(&console, "owner@example.com", PASSWORD).await.0,
+        200
+    );
+    for _ in 0..6 {
+        console.clock.advance(2 * DAY_MS);
+        assert_eq!(desk.call(&console, "GET", "me", None).await.0, 200);
+    }
+    console.clock.advance(2 * DAY_MS);
+    assert_eq!(desk.call(&console, "GET", "me", None).await.0, 401);
+
+    // Logout ends the session and clears the cookie.
+    let mut b = Browser::new("203.0.113.10");
+    assert_eq!(
+        b.login(&console, "owner@example.com", PASSWORD).await.0,
+        200
+    );
+    let token = b.cookie("tally_session").unwrap().to_owned();
+    assert_eq!(b.call(&console, "POST", "logout", None).await.0, 200);
+    assert_eq!(b.cookie("tally_session"), None);
+    b.cookies.push(("tally_session".into(), token));
+    assert_eq!(b.call(&console, "GET", "me", None).await.0, 401);
+}
+
+#[tokio::test]
+async fn two_factor_logins() {
+    let console = Console::start().await;
+    let mut b = owner(&console).await;
+    let (status, setup) = b.call(&console, "POST", "totp/setup", None).await;
+    assert_eq!(status, 200, "{setup}");
+    let secret = setup["secret"].as_str().unwrap().to_owned();
+    assert!(
+        setup["otpauth_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("otpauth://totp/Tally:owner%40example.com?secret=")
+    );
+    let now = console.clock.now_ms();
+    let (status, _) = b
+        .call(
+            &console,
+            "POST",
+            "totp/enable",
+            Some(json!({"code": "000000"})),
+        )
+        .await;
+    assert_eq!(status, 401);
+    let code = rfc6238(&secret, now);
+    let (status, body) = b
+        .call(&console, "POST", "totp/enable", Some(json!({"code": code})))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        b.call(&console, "GET", "me", None).await.1["user"]["totp_enabled"],
+        true
+    );
+
+    // A login now asks for a code.
+    console.clock.advance(MINUTE_MS);
+    let mut other = Browser::new("203.0.113.20");
+    let (status, body) = other.login(&console, "owner@example.com", PASSWORD).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["totp_required"], true);
+    assert!(other.cookie("tally_session").is_none());
+    let challenge = body["challenge"].as_str().unwrap().to_owned();
+    let send = |code: String| Some(json!({"challenge": challenge, "code": code}));
+    let (status, _) = other
+        .call(&console, "POST", "login/totp", send("123456".into()))
+        .await;
+    assert_eq!(status, 401);
+    let code = rfc6238(&secret, console.clock.now_ms());
+    let (status, me) = other
+        .call(&console, "POST", "login/totp", send(code.clone()))
+        .await;
+    assert_eq!(status, 200, "{me}");
+    assert!(other.cookie("tally_session").is_some());
+    // The challenge is spent, and the code is not good twice.
+    let (status, _) = other
+        .call(&console, "POST", "login/totp", send(code.clone()))
+        .await;
+    assert_eq!(status, 401);
+    let mut third = Browser::new("203.0.113.21");
+    let (_, body) = third.login(&console, "owner@example.com", PASSWORD).await;
+    let again = json!({"challenge": body["challenge"], "code": code});
+    assert_eq!(
+        third
+            .call(&console, "POST", "login/totp", Some(again))
+            .await
+            .0,
+        401
+    );
+    // The next step's code is.
+    console.clock.advance(30_000);
+    let next =
+        json!({"challenge": body["challenge"], "code": rfc6238(&secret, console.clock.now_ms())});
+    assert_eq!(
+        third
+            .call(&console, "POST", "login/totp", Some(next))
+            .await
+            .0,
+        200
+    );
+    // A challenge lives five minutes.
+    let (_, body) = third.login(&console, "owner@example.com", PASSWORD).await;
+    console.clock.advance(5 * MINUTE_MS + 30_000);
+    let late =
+        json!({"challenge": body["challenge"], "code": rfc6238(&secret, console.clock.now_ms())});
+    assert_eq!(
+        third
+            .call(&console, "POST", "login/totp", Some(late))
+            .await
+            .0,
+        401
+    );
+
+    // Turning it off takes the password and a code.
+    console.clock.advance(30_000);
+    let off = json!({"password": PASSWORD, "code": rfc6238(&secret, console.clock.now_ms())});
+    let (status, body) = third
+        .call(&console, "POST", "totp/disable", Some(off))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = Browser::new("203.0.113.22")
+        .login(&console, "owner@example.com", PASSWORD)
+        .await;
+    assert_eq!(body["user"]["totp_enabled"], false);
+}
+
+#[tokio::test]
+async fn state_changes_need_the_csrf_token_and_the_same_origin() {
+    let console = Console::start().await;
+    let mut b = owner(&console).await;
+    // A cross-site form post: the cookie, no token.
+    let request = b.request("POST", "totp/setup", None);
+    let (status, body) = b.raw(&console, request, None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("csrf"))
+    );
+    // The token, but another origin.
+    let request = b
+        .request("POST", "totp/setup", None)
+        .header("x-csrf-token", b.csrf.clone().unwrap())
+        .header("origin", "https://evil.example");
+    let (status, body) = b.raw(&console, request, None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("csrf"))
+    );
+    // A wrong token.
+    let request = b
+        .request("PUT", "settings", None)
+        .header("x-csrf-token", "0".repeat(32));
+    let (status, _) = b
+        .raw(&console, request, Some(json!({"require_2fa": true})))
+        .await;
+    assert_eq!(status, 403);
+    // Login from another origin.
+    let request = b
+        .request("POST", "login", None)
+        .header("origin", "https://evil.example");
+    let login = json!({"email": "owner@example.com", "password": PASSWORD});
+    assert_eq!(b.raw(&console, request, Some(login)).await.0, 403);
+    // Reads need no token; the right token and origin pass.
+    let request = b.request("GET", "me", None);
+    assert_eq!(b.raw(&console, request, None).await.0, 200);
+    assert_eq!(b.call(&console, "POST", "totp/setup", None).await.0, 200);
+}
+
+#[tokio::test]
+async fn guesses_are_limited_but_known_browsers_still_sign_in() {
+    let console = Console::start().await;
+    let mut known = owner(&console).await;
+    // The owner's browser signs out; its device cookie stays.
+    assert_eq!(known.call(&console, "POST", "logout", None).await.0, 200);
+    known.csrf = None;
+    assert!(known.cookie("tally_device").is_some());
+    known.ip = "192.0.2.50".into();
+
+    let mut guesser = Browser::new("192.0.2.50");
+    for i in 0..10 {
+        let (status, _) = guesser
+            .login(&console, "owner@example.com", &format!("guess number {i}"))
+            .await;
+        assert_eq!(status, 401, "guess {i}");
+    }
+    let request = guesser
+        .request("POST", "login", None)
+        .header("origin", "https://tally.example.com");
+    let (status, json, headers) = console
+        .send(guesser.build(
+            request,
+            Some(json!({"email": "owner@example.com", "password": PASSWORD})),
+        ))
+        .await;
+    assert_eq!(
+        (status, json["error"]["code"].as_str()),
+        (429, Some("too_many_attempts"))
+    );
+    let wait: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(wait > 0 && wait <= 15 * 60);
+    // Even the right password from the guesser's network waits.
+    assert_eq!(
+        guesser
+            .login(&console, "owner@example.com", PASSWORD)
+            .await
+            .0,
+        429
+    );
+    // The browser that signed in before, on the same network, still signs in.
+    let (status, body) = known.login(&console, "owner@example.com", PASSWORD).await;
+    assert_eq!(status, 200, "{body}");
+    // Another network is not held back.
+    assert_eq!(
+        Browser::new("192.0.2.99")
+            .login(&console, "owner@example.com", PASSWORD)
+            .await
+            .0,
+        200
+    );
+    // A quarter of an hour later the guesser's network may try again.
+    console.clock.advance(15 * MINUTE_MS);
+    assert_eq!(
+        guesser
+            .login(&console, "owner@example.com", PASSWORD)
+            .await
+            .0,
+        200
+    );
+
+    // 2FA codes are limited the same way.
+    let mut b = Browser::new("192.0.2.60");
+    assert_eq!(
+        b.login(&console, "owner@example.com", PASSWORD).await.0,
+        200
+    );
+    let (_, setup) = b.call(&console, "POST", "totp/setup", None).await;
+    let secret = setup["secret"].as_str().unwrap().to_owned();
+    for _ in 0..10 {
+        let (status, _) = b
+            .call(
+                &console,
+                "POST",
+                "totp/enable",
+                Some(json!({"code": "000000"})),
+            )
+            .await;
+        assert!(status == 401 || status == 200);
+    }
+    let code = rfc6238(&secret, console.clock.now_ms());
+    let (status, _) = b
+        .call(&console, "POST", "totp/enable", Some(json!({"code": code})))
+        .await;
+    assert_eq!(status, 429);
+}
+
+#[tokio::test]
+async fn require_2fa_holds_users_without_it_to_setting_it_up() {
+    let console = Console::start().await;
+    let mut o = owner(&console).await;
+    member(&console, "viewer@example.com").await;
+    let mut v = Browser::new("198.51.100.30");
+    assert_eq!(
+        v.login(&console, "viewer@example.com", PASSWORD).await.0,
+        200
+    );
+    // Only the instance owner changes settings.
+    let (status, body) = v
+        .call(
+            &console,
+            "PUT",
+            "settings",
+            Some(json!({"require_2fa": true})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+    let (status, body) = o
+        .call(
+            &console,
+            "PUT",
+            "settings",
+            Some(json!({"require_2fa": true})),
+        )
+        .await;
+    assert_eq!((status, body), (200, json!({"require_2fa": true})));
+
+    let (status, me) = v.call(&console, "GET", "me", None).await;
+    assert_eq!((status, me["require_2fa"].clone()), (200, json!(true)));
+    let (status, body) = v.call(&console, "GET", "sessions", None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("totp_required"))
+    );
+    let (status, setup) = v.call(&console, "POST", "totp/setup", None).await;
+    assert_eq!(status, 200);
+    let code = rfc6238(setup["secret"].as_str().unwrap(), console.clock.now_ms());
+    assert_eq!(
+        v.call(&console, "POST", "totp/enable", Some(json!({"code": code})))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        v.call(&console, "GET", "me", None).await.1["require_2fa"],
+        false
+    );
+    assert_eq!(v.call(&console, "GET", "sessions", None).await.0, 200);
+    // Turning it off is refused while the instance requires it.
+    console.clock.advance(30_000);
+    let code = rfc6238(setup["secret"].as_str().unwrap(), console.clock.now_ms());
+    let off = json!({"password": PASSWORD, "code": code});
+    assert_eq!(
+        v.call(&console, "POST", "totp/disable", Some(off)).await.0,
+        409
+    );
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_clear_4xx_that_echo_nothing() {
+    let console = Console::start().await;
+    let mut b = Browser::new("198.51.100.40");
+    for (body, status) in [
+        (Some(json!({"email": "a@b.c"})), 400),
+        (
+            Some(json!({"email": "a@b.c", "password": 12345678901_i64})),
+            400,
+        ),
+        (
+            Some(json!({"email": "a@b.c", "password": "p", "extra": "hunter2hunter2"})),
+            400,
+        ),
+        (None, 400),
+    ] {
+        let (got, json) = b.call(&console, "POST", "login", body.clone()).await;
+        assert_eq!(got, status, "{body:?}");
+        assert_eq!(json["error"]["code"], "invalid_body");
+        assert!(!json.to_string().contains("hunter2"), "{json}");
+    }
+    let big = json!({"email": "a@b.c", "password": "x".repeat(20_000)});
+    assert_eq!(b.call(&console, "POST", "login", Some(big)).await.0, 413);
+    assert_eq!(b.call(&console, "GET", "nope", None).await.0, 404);
+    assert_eq!(b.call(&console, "GET", "login", None).await.0, 405);
+    assert_eq!(b.call(&console, "GET", "me", None).await.0, 401);
+}
+
+/// A writer the test's tracing subscriber appends to.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn logs_hold_no_secret() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        // The functions' default level (`TALLY_LOG_LEVEL`, info); at
+        // trace the AWS SDK itself logs request bodies.
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || writer.clone())
+        .finish();
+    // Global (a thread's own default misses callsites other tests of this
+    // binary registered first); other tests' lines land here too.
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+
+    let console = Console::start().await;
+    let t = console.setup_token(1).await;
+    let mut b = Browser::new("198.51.100.77");
+    let form = json!({"token": t, "email": "owner@example.com", "password": PASSWORD});
+    assert_eq!(b.call(&console, "POST", "setup", Some(form)).await.0, 200);
+    let (_, setup) = b.call(&console, "POST", "totp/setup", None).await;
+    let secret = setup["secret"].as_str().unwrap().to_owned();
+    let code = rfc6238(&secret, console.clock.now_ms());
+    assert_eq!(
+        b.call(&console, "POST", "totp/enable", Some(json!({"code": code})))
+            .await
+            .0,
+        200
+    );
+    for _ in 0..12 {
+        b.login(&console, "owner@example.com", "not the password")
+            .await;
+    }
+    let session = b.cookie("tally_session").unwrap().to_owned();
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("too many failed attempts"),
+        "the guard logged: {logs}"
+    );
+    for secret_text in [
+        PASSWORD,
+        "not the password",
+        t.as_str(),
+        session.as_str(),
+        secret.as_str(),
+        code.as_str(),
+        "198.51.100.77",
+        "owner@example.com",
+        "Chrome/131",
+        b.csrf.as_deref().unwrap(),
+    ] {
+        assert!(
+            !logs.contains(secret_text),
+            "logs hold {secret_text:?}: {logs}"
+        );
+    }
+}
