@@ -738,6 +738,11 @@ pub fn bounce_rate(c: &Counts) -> Rounded {
     round_ratio(c.bounces as i128 * 100, c.visits as i128, 10)
 }
 
+/// Plausible's `bounce_rate`: bounces / visits × 100, a whole percent.
+pub fn whole_bounce_rate(c: &Counts) -> Rounded {
+    round_ratio(c.bounces as i128 * 100, c.visits as i128, 1)
+}
+
 /// Page rows' `bounce_rate`: bounces of entries / entries × 100.
 pub fn entry_bounce_rate(c: &Counts) -> Rounded {
     round_ratio(c.bounces as i128 * 100, c.entries as i128, 10)

@@ -16,7 +16,7 @@ use crate::funnel::{self, StepCounts, StepRow};
 use crate::money::RevenueSum;
 use crate::plan::Warning;
 use crate::query::fold::{self, Bucket, Folded, Role, Sources};
-use crate::query::metric::{self, Figure, Metric, RevenueWarning, Scope};
+use crate::query::metric::{self, ChangeRule, Figure, Metric, RevenueWarning, Scope};
 use crate::query::plausible;
 use crate::query::{Convention, FunnelQuery, Order, OrderKey, Page, Query, QueryDimension};
 use crate::range::{self, DateRange, Interval};
@@ -187,17 +187,29 @@ fn answer_one(zone: &Zone, q: &Query, folds: &Folds<'_>) -> Answer {
             };
             m.exact(&agg.totals, &scope)
         };
+        let before = totals(q, prev, prev_base, &mut Vec::new());
+        let change = q
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| match c.rule {
+                // Plausible compares the values it shows.
+                ChangeRule::Plausible => m.change(
+                    figures_now.get(i).and_then(Figure::as_f64),
+                    before.get(i).and_then(Figure::as_f64),
+                    c.rule,
+                ),
+                ChangeRule::Tally => m.change(
+                    exact(whole, base_whole, *m),
+                    exact(prev, prev_base, *m),
+                    c.rule,
+                ),
+            })
+            .collect();
         Compared {
             range: c.range,
-            totals: totals(q, prev, prev_base, &mut Vec::new()),
-            change: q
-                .metrics
-                .iter()
-                .map(|m| {
-                    let now = exact(whole, base_whole, *m);
-                    m.change(now, exact(prev, prev_base, *m), c.rule)
-                })
-                .collect(),
+            totals: before,
+            change,
             funnel: funnel_rows(q.funnel.as_ref(), fold.funnel.as_ref()),
             sources: fold.sources.clone(),
             warnings: fold.warnings.clone(),
@@ -290,6 +302,12 @@ fn figures(
                 // (`round(? / ? * 100, 2)` in its `SpecialMetrics`).
                 let rate = metric.exact(m, scope).unwrap_or(0.0);
                 return Figure::Number(metric::round_to(rate, 2));
+            }
+            if *metric == Metric::BounceRate && q.convention == Convention::Plausible {
+                // Plausible's bounce rate is a whole percent
+                // (`toUInt32(round(…))`).
+                let rate = metric.exact(m, scope).unwrap_or(0.0);
+                return Figure::Count(rate.round() as u64);
             }
             if !metric.is_money() {
                 return metric.figure(m, scope);

@@ -153,20 +153,37 @@ impl Metric {
         }
     }
 
-    /// The change from a previous range's exact value to the current one,
-    /// as `rule` states it; `None` (null) when the previous range has no
-    /// value to compare with. A current value without one counts as 0.
+    /// The change from a previous range's value to the current one, as
+    /// `rule` states it (Tally's from exact values, Plausible's from the
+    /// values it shows); `None` (null) when the previous range has no value
+    /// to compare with. Tally counts a current value without one as 0,
+    /// Plausible answers null.
     pub fn change(
         self,
         current: Option<f64>,
         previous: Option<f64>,
         rule: ChangeRule,
     ) -> Option<f64> {
-        let (c, p) = (current.unwrap_or(0.0), previous?);
+        let p = previous?;
         match rule {
-            ChangeRule::Tally if self == Self::BounceRate => Some(round_to(c - p, 1)),
-            ChangeRule::Tally => (p != 0.0).then(|| round_to((c - p) / p * 100.0, 1)),
-            ChangeRule::WholePercent => (p != 0.0).then(|| ((c - p) / p * 100.0).round()),
+            ChangeRule::Tally => {
+                let c = current.unwrap_or(0.0);
+                if self == Self::BounceRate {
+                    Some(round_to(c - p, 1))
+                } else {
+                    (p != 0.0).then(|| round_to((c - p) / p * 100.0, 1))
+                }
+            }
+            // Plausible's `Compare.calculate_change`.
+            ChangeRule::Plausible => {
+                let c = current?;
+                match self {
+                    Self::ConversionRate | Self::GroupConversionRate => Some(round_to(c - p, 1)),
+                    Self::BounceRate => (p > 0.0).then_some(c - p),
+                    _ if p == 0.0 => Some(if c > 0.0 { 100.0 } else { 0.0 }),
+                    _ => Some(((c - p) / p * 100.0).round()),
+                }
+            }
         }
     }
 }
@@ -177,9 +194,12 @@ pub enum ChangeRule {
     /// Tally's: percent change to 1 decimal, and for the bounce rate the
     /// difference in points (null when the previous range had no visits).
     Tally,
-    /// Plausible v1's `compare=previous_period`: percent change, rounded
-    /// to an integer, for every metric.
-    WholePercent,
+    /// Plausible v1's `compare=previous_period`, from the values shown:
+    /// percent change rounded to an integer (100 from nothing, 0 from
+    /// nothing to nothing), the difference in points for the bounce rate
+    /// (null when the previous range had none) and for conversion rates
+    /// (to 1 decimal).
+    Plausible,
 }
 
 /// What a row's rates are relative to.

@@ -94,7 +94,7 @@ fn money_without_a_breakdown_folds_the_goal_rows_it_sums() {
         convention: Convention::Plausible,
         compare: Some(Comparison {
             range: Compare::Previous.range(range()),
-            rule: ChangeRule::WholePercent,
+            rule: ChangeRule::Plausible,
         }),
         ..tally(vec![Metric::TotalRevenue], vec![], "")
     };

@@ -166,7 +166,7 @@ fn rates_round_as_every_door_shows_them() {
 
 #[test]
 fn changes_follow_their_rule_from_exact_values() {
-    use ChangeRule::{Tally, WholePercent};
+    use ChangeRule::{Tally, Plausible};
     // (metric, current, previous, rule, change)
     let table = [
         (Metric::Visitors, Some(5.0), Some(2.0), Tally, Some(150.0)),
@@ -190,23 +190,30 @@ fn changes_follow_their_rule_from_exact_values() {
         ),
         (Metric::BounceRate, None, Some(40.0), Tally, Some(-40.0)),
         (Metric::BounceRate, Some(50.0), None, Tally, None),
-        // v1: a whole percent for every metric, the bounce rate too.
+        // v1 (Plausible's `Compare`): a whole percent, 100 from nothing,
+        // 0 from nothing to nothing; points for the bounce rate (none
+        // from 0) and for conversion rates (1 decimal); null without a
+        // current value.
         (
             Metric::BounceRate,
             Some(50.0),
             Some(100.0),
-            WholePercent,
+            Plausible,
             Some(-50.0),
         ),
+        (Metric::BounceRate, Some(100.0), Some(0.0), Plausible, None),
+        (Metric::Visitors, Some(5.0), Some(3.0), Plausible, Some(67.0)),
+        (Metric::Visitors, Some(5.0), Some(0.0), Plausible, Some(100.0)),
+        (Metric::Visitors, Some(0.0), Some(0.0), Plausible, Some(0.0)),
         (
-            Metric::Visitors,
-            Some(5.0),
-            Some(3.0),
-            WholePercent,
-            Some(67.0),
+            Metric::ConversionRate,
+            Some(50.0),
+            Some(33.33),
+            Plausible,
+            Some(16.7),
         ),
-        (Metric::Visitors, Some(5.0), Some(0.0), WholePercent, None),
-        (Metric::TotalRevenue, None, None, WholePercent, None),
+        (Metric::TimeOnPage, None, Some(60.0), Plausible, None),
+        (Metric::TotalRevenue, None, None, Plausible, None),
     ];
     for (metric, now, before, rule, want) in table {
         assert_eq!(

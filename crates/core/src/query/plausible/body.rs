@@ -96,14 +96,33 @@ pub fn v2(request: &v2::Request, answer: &Answer) -> V2Body {
     }
 }
 
-/// A v1 `aggregate` figure: `{value, change?}`.
+/// A v1 `aggregate` figure: `{value, comparison_value?, change?}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AggregateValue {
     /// The figure.
     pub value: Figure,
-    /// With `compare`: the percent change, an integer, or `null`.
+    /// With `compare`: the previous range's figure.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub change: Option<Option<i64>>,
+    pub comparison_value: Option<Figure>,
+    /// With `compare`: the change
+    /// ([`crate::query::metric::ChangeRule::Plausible`]), or `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<Option<Change>>,
+}
+
+/// A change as Plausible writes it: a whole number as an integer (`67`),
+/// points of a conversion rate with their decimal (`16.7`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Change(pub f64);
+
+impl Serialize for Change {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.fract() == 0.0 && self.0.abs() < 1e15 {
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
 }
 
 /// One v1 `timeseries` row.
@@ -176,7 +195,11 @@ pub fn v1(request: &v1::Request, answer: &Answer) -> V1Body {
         v1::Endpoint::Aggregate => {
             let change = |i: usize| {
                 let c = answer.comparison.as_ref()?;
-                Some(c.change.get(i).copied().flatten().map(|x| x as i64))
+                Some(c.change.get(i).copied().flatten().map(Change))
+            };
+            let before = |i: usize| {
+                let c = answer.comparison.as_ref()?;
+                Some(c.totals.get(i).cloned().unwrap_or(Figure::Null))
             };
             V1Body::Aggregate {
                 results: Named(
@@ -190,6 +213,7 @@ pub fn v1(request: &v1::Request, answer: &Answer) -> V1Body {
                                 name.clone(),
                                 AggregateValue {
                                     value,
+                                    comparison_value: before(i),
                                     change: change(i),
                                 },
                             )

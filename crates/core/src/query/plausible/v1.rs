@@ -206,7 +206,7 @@ pub fn parse(
     let compare = match (endpoint, get("compare")) {
         (Endpoint::Aggregate, Some("previous_period")) => Some(Comparison {
             range: Compare::Previous.range(range),
-            rule: ChangeRule::WholePercent,
+            rule: ChangeRule::Plausible,
         }),
         (Endpoint::Aggregate, Some(other)) => {
             return Err(invalid(format!("unknown comparison {other:?}")));

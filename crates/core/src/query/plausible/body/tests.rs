@@ -187,14 +187,14 @@ fn v1_aggregate_is_each_metric_with_its_whole_percent_change() {
         "period=custom&date=2026-11-02,2026-11-03&metrics=visitors,bounce_rate,pageviews&compare=previous_period",
         &before,
     );
-    // 5 over 3 visitors: +67 %; a 50 % bounce rate over 100 %: -50 %;
-    // page views from none: null.
+    // 5 over 3 visitors: +67 %; a 50 % bounce rate over 100 %: -50
+    // points; page views from none: +100 % (Plausible's `Compare`).
     assert_eq!(
         got,
         json!({"results": {
-            "visitors": {"value": 5, "change": 67},
-            "bounce_rate": {"value": 50.0, "change": -50},
-            "pageviews": {"value": 13, "change": null},
+            "visitors": {"value": 5, "comparison_value": 3, "change": 67},
+            "bounce_rate": {"value": 50, "comparison_value": 100, "change": -50},
+            "pageviews": {"value": 13, "comparison_value": 0, "change": 100},
         }})
     );
     let got = v1_body(
@@ -218,7 +218,8 @@ fn v1_timeseries_has_every_bucket_with_empty_figures_where_no_one_came() {
         json!({"date": "2026-11-04", "visitors": 0, "bounce_rate": 0.0, "visit_duration": null})
     );
     assert_eq!(got["results"][0]["visitors"], json!(3));
-    assert_eq!(got["results"][1]["bounce_rate"], json!(100.0));
+    // Plausible's bounce rate is a whole percent.
+    assert_eq!(got["results"][1]["bounce_rate"], json!(100));
 }
 
 #[test]

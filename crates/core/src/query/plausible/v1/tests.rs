@@ -282,7 +282,7 @@ fn aggregate_takes_metrics_a_period_filters_and_a_comparison() {
         (
             date!(2026 - 11 - 16),
             date!(2026 - 11 - 22),
-            ChangeRule::WholePercent
+            ChangeRule::Plausible
         )
     );
     assert_eq!(q.convention, Convention::Plausible);
