@@ -8,6 +8,7 @@ pub mod generator;
 pub mod reference;
 
 pub mod faults;
+pub mod moto;
 pub mod runtime_api;
 pub mod seed;
 
