@@ -4,8 +4,11 @@
 //! on loopback, backed by a file in the data directory; the table is created
 //! from the same spec as `template.yaml`; a demo site for `localhost` gets an
 //! API key; and one HTTP server routes requests to the real ingest and query
-//! handlers (`/` and `/api/…` to query, except `/api/event`; everything else
-//! to ingest), which reach the store through `aws-sdk-dynamodb`.
+//! handlers (`/api/console/…` to the console, `/` and the rest of `/api/…`
+//! to query, except `/api/event`; everything else to ingest), which reach
+//! the store through `aws-sdk-dynamodb`. On first start a demo instance
+//! owner, `demo@localhost`, is made owner of the demo site; its random
+//! password is kept in the data directory and printed on the ready line.
 
 use anyhow::Context;
 use axum::extract::{ConnectInfo, Request as AxumRequest, State};
@@ -60,6 +63,8 @@ struct App {
     ingest_config: IngestConfig,
     query: DynamoQuery,
     query_config: tally_query::Config,
+    console: Store,
+    console_config: tally_console::Config,
 }
 
 /// Runs the stack until Ctrl-C.
@@ -101,8 +106,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .await
         .context("creating the table")?;
     let key = ensure_demo(&store, &args.data_dir).await?;
+    let login = ensure_demo_owner(&store, &args.data_dir).await?;
 
     let secret = tally_store::env::salt_secret()?;
+    let console_config = tally_console::Config::new(&secret);
     let app = Arc::new(App {
         ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
         // Metric lines are for CloudWatch; `tally dev` keeps stdout for its
@@ -113,6 +120,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         },
         query: DynamoQuery::new(store.clone()),
         query_config: tally_query::Config::default(),
+        console: store.clone(),
+        console_config,
     });
     let router = axum::Router::new().fallback(route).with_state(app);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
@@ -168,9 +177,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
+        // Scripts read `key=value` pairs (e2e/harness.mjs): the demo
+        // login is two more, when the demo owner is this instance's.
+        let login = login
+            .map(|password| format!(" login={DEMO_OWNER} password={password}"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "ready: http=http://{http} dynamodb={endpoint} table={} site={DEMO_SITE} key={key}",
+            "ready: http=http://{http} dynamodb={endpoint} table={} site={DEMO_SITE} key={key}{login}",
             args.table
         );
         let _ = writeln!(
@@ -214,6 +228,38 @@ async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
     Ok(key)
 }
 
+/// The demo instance owner's email.
+pub const DEMO_OWNER: &str = "demo@localhost";
+
+/// Creates the demo instance owner on first start (when the instance has
+/// no owner), owner of the demo site, with a random password kept in the
+/// data directory: the password, or `None` when the instance's owner is
+/// someone else (set up by hand).
+async fn ensure_demo_owner(store: &Store, data_dir: &Path) -> anyhow::Result<Option<String>> {
+    let file = data_dir.join("demo-login");
+    let owner = store.instance_owner().await?;
+    if let Some(owner) = owner {
+        let demo = store.user_by_email(DEMO_OWNER).await?;
+        let saved = std::fs::read_to_string(&file).ok();
+        return Ok(match (demo, saved) {
+            (Some(demo), Some(password)) if demo.id == owner => Some(password.trim().to_owned()),
+            _ => None,
+        });
+    }
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 12];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("no randomness available"))?;
+    let password = tally_core::hex::encode(&bytes);
+    let user =
+        crate::accounts::create_user(store, DEMO_OWNER, &password, true, crate::admin::now_ms())
+            .await?;
+    crate::accounts::add_member(store, DEMO_SITE, &user, tally_core::account::Role::Owner).await?;
+    std::fs::write(&file, &password).with_context(|| format!("writing {}", file.display()))?;
+    Ok(Some(password))
+}
+
 async fn route(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -230,8 +276,14 @@ async fn route(
         Ok(r) => r,
         Err(response) => return *response,
     };
-    // As the HTTP API routes them: `/api/event` (Plausible's Events API) is
-    // ingest's, the rest of `/api/` and the dashboard are query's.
+    // As the HTTP API routes them: `/api/console/` is the console's,
+    // `/api/event` (Plausible's Events API) is ingest's, the rest of `/api/`
+    // and the dashboard are query's.
+    if path.starts_with(tally_console::PREFIX) {
+        let response =
+            tally_console::handle(&app.console, &SystemClock, &app.console_config, request).await;
+        return from_lambda(response);
+    }
     let to_query = path == "/" || path == "/dashboard" || path.starts_with("/api/");
     let response = if to_query && path.trim_end_matches('/') != "/api/event" {
         tally_query::handle_with(&app.query, &SystemClock, &app.query_config, request).await

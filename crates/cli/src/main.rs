@@ -3,6 +3,7 @@
 //! Admin commands work against `tally dev` (`--dynamodb-endpoint URL`) and
 //! against AWS (the default credential chain, `--region`).
 
+mod accounts;
 mod admin;
 mod dev;
 mod history;
@@ -87,6 +88,18 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Print a single-use token (24 h) that creates the console's instance owner.
+    SetupToken {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Manage console users.
+    User {
+        #[command(subcommand)]
+        command: accounts::UserCommand,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Manage shared dashboard links (read-only, no key needed).
     Share {
         #[command(subcommand)]
@@ -107,6 +120,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Funnel { command, target } => admin::funnel(command, &target).await,
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,
         Command::Share { command, target } => share::run(command, &target).await,
+        Command::SetupToken { target } => accounts::setup_token(&target).await,
+        Command::User { command, target } => accounts::user(command, &target).await,
         Command::Import { command, target } => history::import(command, &target).await,
         Command::Export { args, target } => history::export(args, &target).await,
     }
