@@ -59,8 +59,8 @@ mod tests {
     #[test]
     fn renders_the_designed_attributes() {
         assert_eq!(
-            session_cookie("ts_abc.0123"),
-            "tally_session=ts_abc.0123; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=1209600"
+            session_cookie("tse_abc.0123"),
+            "tally_session=tse_abc.0123; HttpOnly; Secure; SameSite=Strict; Path=/; Max-Age=1209600"
         );
         assert_eq!(
             clear_session_cookie(),

@@ -5,7 +5,7 @@
 //!
 //! | token | form | stored at |
 //! | --- | --- | --- |
-//! | session (cookie `tally_session`) | `ts_{40 hex}.{uid}` | `USER#{uid}` / `SESSION#{hash}` |
+//! | session (cookie `tally_session`) | `tse_{40 hex}.{uid}` | `USER#{uid}` / `SESSION#{hash}` |
 //! | 2FA challenge (between password and code) | `tc_{40 hex}.{uid}` | `USER#{uid}` / `PENDING#{hash}` |
 //! | invite | `ti_{40 hex}.{site}` | `SITE#{site}` / `INVITE#{hash}` |
 //! | setup (first owner) | `tsu_{40 hex}` | `INSTANCE` / `SETUP#{hash}` |
@@ -16,7 +16,7 @@
 use crate::hex;
 
 /// Prefix of a session token.
-pub const SESSION_PREFIX: &str = "ts_";
+pub const SESSION_PREFIX: &str = "tse_";
 /// Prefix of a 2FA challenge.
 pub const CHALLENGE_PREFIX: &str = "tc_";
 /// Prefix of an invite.
@@ -137,8 +137,11 @@ mod tests {
         assert_eq!(uid, "abababababababab");
         assert!(valid_user_id(&uid));
         let session = session_token(&uid, &[1; 20]);
-        assert!(session.starts_with("ts_0101"));
+        assert!(session.starts_with("tse_0101"));
         assert_eq!(session_user(&session), Some(uid.as_str()));
+        // Never taken for a shared link's token (`ts_…{site}`).
+        assert_eq!(crate::share::token_site(&session), None);
+        assert_eq!(crate::auth::key_site(&session), None);
         assert_eq!(challenge_user(&session), None);
         let challenge = challenge_token(&uid, &[2; 20]);
         assert_eq!(challenge_user(&challenge), Some(uid.as_str()));
@@ -156,14 +159,14 @@ mod tests {
         let uid = "0123456789abcdef";
         for bad in [
             String::new(),
-            "ts_".into(),
-            format!("ts_{}.{uid}", "0".repeat(39)),
-            format!("ts_{}.{uid}", "G".repeat(40)),
-            format!("ts_{}.{uid}", "A".repeat(40)),
-            format!("ts_{}{uid}", "0".repeat(40)),
-            format!("ts_{}.{}", "0".repeat(40), "0123"),
-            format!("ts_{}.{}", "0".repeat(40), "0123456789ABCDEF"),
-            format!("ts_{}.{uid}.x", "0".repeat(40)),
+            "tse_".into(),
+            format!("tse_{}.{uid}", "0".repeat(39)),
+            format!("tse_{}.{uid}", "G".repeat(40)),
+            format!("tse_{}.{uid}", "A".repeat(40)),
+            format!("tse_{}{uid}", "0".repeat(40)),
+            format!("tse_{}.{}", "0".repeat(40), "0123"),
+            format!("tse_{}.{}", "0".repeat(40), "0123456789ABCDEF"),
+            format!("tse_{}.{uid}.x", "0".repeat(40)),
         ] {
             assert_eq!(session_user(&bad), None, "{bad}");
         }
