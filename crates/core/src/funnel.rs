@@ -190,6 +190,78 @@ pub enum FunnelError {
     /// A pattern, name or property is longer than [`MAX_PATTERN`].
     #[error("a step's pattern, event name or property is longer than {MAX_PATTERN} characters")]
     TooLong,
+    /// The site has [`MAX_FUNNELS`] already.
+    #[error("a site may have at most {MAX_FUNNELS} funnels")]
+    TooMany,
+    /// A funnel of this id or name exists.
+    #[error("a funnel named {0:?} already exists")]
+    Exists(String),
+}
+
+impl FunnelError {
+    /// The machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::StepCount(_) | Self::InvalidStep(_) | Self::TooLong => "invalid_step",
+            Self::InvalidName => "invalid_funnel_name",
+            Self::TooMany => "too_many_funnels",
+            Self::Exists(_) => "funnel_exists",
+        }
+    }
+}
+
+/// A funnel as `tally funnel add` and the console's
+/// `POST sites/{site}/funnels` describe it: a name, the steps as text
+/// ([`Step::parse`]) and whether it counts only consecutive page views.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunnelSpec {
+    /// The display name.
+    pub name: String,
+    /// The steps, in order.
+    pub steps: Vec<String>,
+    /// Count only consecutive page views.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+impl FunnelSpec {
+    /// The funnel it describes, its id made from its name
+    /// ([`crate::goal::id_from_name`]).
+    pub fn build(&self, created_at: crate::Millis) -> Result<Funnel, FunnelError> {
+        let steps = self
+            .steps
+            .iter()
+            .map(|s| Step::parse(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mode = if self.strict {
+            Mode::Strict
+        } else {
+            Mode::Ordered
+        };
+        Funnel::new(
+            &crate::goal::id_from_name(&self.name, "funnel"),
+            &self.name,
+            steps,
+            mode,
+            created_at,
+        )
+    }
+}
+
+/// Whether `funnel` may join a site's `existing` funnels: at most
+/// [`MAX_FUNNELS`], ids and names unique.
+pub fn check_new(existing: &[Funnel], funnel: &Funnel) -> Result<(), FunnelError> {
+    if existing.len() >= MAX_FUNNELS {
+        return Err(FunnelError::TooMany);
+    }
+    if existing
+        .iter()
+        .any(|f| f.id == funnel.id || f.name == funnel.name)
+    {
+        return Err(FunnelError::Exists(funnel.name.clone()));
+    }
+    Ok(())
 }
 
 impl Funnel {
@@ -563,5 +635,28 @@ mod tests {
                 .iter()
                 .all(|r| r.conversion_rate == 0.0 && r.dropoff == 0)
         );
+    }
+
+    #[test]
+    fn specs_build_the_funnels_both_doors_write() {
+        let spec = FunnelSpec {
+            name: "Sign up".into(),
+            steps: vec!["/pricing".into(), "event:Signup plan=pro".into()],
+            strict: false,
+        };
+        let funnel = spec.build(3).expect("funnel");
+        assert_eq!(funnel.id, "sign-up");
+        assert_eq!(funnel.steps.len(), 2);
+        assert_eq!(funnel.mode, Mode::Ordered);
+        assert_eq!(check_new(&[], &funnel), Ok(()));
+        assert_eq!(
+            check_new(std::slice::from_ref(&funnel), &funnel),
+            Err(FunnelError::Exists("Sign up".into()))
+        );
+        let one = FunnelSpec {
+            steps: vec!["/a".into()],
+            ..spec
+        };
+        assert_eq!(one.build(0), Err(FunnelError::StepCount(1)));
     }
 }

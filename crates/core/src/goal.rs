@@ -64,6 +64,109 @@ pub enum GoalError {
     /// A page pattern must start with `/` (or be a valid regex).
     #[error("invalid page pattern: {0}")]
     InvalidPattern(String),
+    /// Neither or both of an event name and a page pattern.
+    #[error("give an event name or a page pattern, not both")]
+    NoRule,
+    /// The site has [`MAX_GOALS`] already.
+    #[error("a site may have at most {MAX_GOALS} goals")]
+    TooMany,
+    /// A goal of this id or name exists.
+    #[error("a goal named {0:?} already exists")]
+    Exists(String),
+}
+
+impl GoalError {
+    /// The machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidName => "invalid_goal_name",
+            Self::InvalidPattern(_) => "invalid_pattern",
+            Self::NoRule => "invalid_goal",
+            Self::TooMany => "too_many_goals",
+            Self::Exists(_) => "goal_exists",
+        }
+    }
+}
+
+/// A goal as `tally goal add` and the console's `POST sites/{site}/goals`
+/// describe it: an event name or a page pattern, an optional name (the
+/// event name, or `Visit {pattern}`) and how the pattern matches (wildcard
+/// when it has a `*`, else exact).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalSpec {
+    /// The display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Convert on a custom event with this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// Convert on a page view whose path matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
+    /// How `page` matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matching: Option<PageMatch>,
+}
+
+impl GoalSpec {
+    /// The goal it describes, its id made from its name ([`id_from_name`]).
+    pub fn build(&self, created_at: crate::Millis) -> Result<Goal, GoalError> {
+        let rule = match (&self.event, &self.page) {
+            (Some(name), None) => GoalRule::Event { name: name.clone() },
+            (None, Some(pattern)) => {
+                let matching = self.matching.unwrap_or(if pattern.contains('*') {
+                    PageMatch::Wildcard
+                } else {
+                    PageMatch::Exact
+                });
+                GoalRule::Page {
+                    pattern: pattern.clone(),
+                    matching,
+                }
+            }
+            _ => return Err(GoalError::NoRule),
+        };
+        let name = self.name.clone().unwrap_or_else(|| match &rule {
+            GoalRule::Event { name } => name.clone(),
+            GoalRule::Page { pattern, .. } => format!("Visit {pattern}"),
+        });
+        Goal::new(&id_from_name(&name, "goal"), &name, rule, created_at)
+    }
+}
+
+/// Whether `goal` may join a site's `existing` goals: at most
+/// [`MAX_GOALS`], ids and names unique.
+pub fn check_new(existing: &[Goal], goal: &Goal) -> Result<(), GoalError> {
+    if existing.len() >= MAX_GOALS {
+        return Err(GoalError::TooMany);
+    }
+    if existing
+        .iter()
+        .any(|g| g.id == goal.id || g.name == goal.name)
+    {
+        return Err(GoalError::Exists(goal.name.clone()));
+    }
+    Ok(())
+}
+
+/// A goal or funnel id from a name: lower-case letters, digits and dashes
+/// (`fallback` when the name has none).
+pub fn id_from_name(name: &str, fallback: &str) -> String {
+    let mut id = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            id.push(c.to_ascii_lowercase());
+        } else if !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    let id = id.trim_matches('-').to_owned();
+    if id.is_empty() {
+        fallback.to_owned()
+    } else {
+        id
+    }
 }
 
 impl Goal {
@@ -233,5 +336,47 @@ mod tests {
             Goal::new("a", " ", GoalRule::Event { name: "x".into() }, 0),
             Err(GoalError::InvalidName)
         );
+    }
+
+    #[test]
+    fn specs_build_the_goals_both_doors_write() {
+        let page = GoalSpec {
+            page: Some("/blog/*".into()),
+            ..GoalSpec::default()
+        }
+        .build(5)
+        .unwrap();
+        assert_eq!(page.id, "visit-blog");
+        assert_eq!(page.name, "Visit /blog/*");
+        assert_eq!(
+            page.rule,
+            GoalRule::Page {
+                pattern: "/blog/*".into(),
+                matching: PageMatch::Wildcard
+            }
+        );
+        let event = GoalSpec {
+            event: Some("Signup".into()),
+            name: Some("Sign ups!".into()),
+            ..GoalSpec::default()
+        }
+        .build(5)
+        .unwrap();
+        assert_eq!(event.id, "sign-ups");
+        assert_eq!(GoalSpec::default().build(0), Err(GoalError::NoRule));
+        let both = GoalSpec {
+            event: Some("a".into()),
+            page: Some("/".into()),
+            ..GoalSpec::default()
+        };
+        assert_eq!(both.build(0), Err(GoalError::NoRule));
+        assert_eq!(check_new(&[page.clone()], &event), Ok(()));
+        assert_eq!(
+            check_new(&[page.clone()], &page),
+            Err(GoalError::Exists("Visit /blog/*".into()))
+        );
+        let many = vec![event; MAX_GOALS];
+        assert_eq!(check_new(&many, &page), Err(GoalError::TooMany));
+        assert_eq!(id_from_name("--", "goal"), "goal");
     }
 }

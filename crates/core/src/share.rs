@@ -203,6 +203,85 @@ pub fn parse_expiry(text: &str, now: Millis) -> Result<Millis, ShareError> {
     Ok(at)
 }
 
+/// A shared link as `tally share create` and the console's
+/// `POST sites/{site}/shares` describe it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShareSpec {
+    /// A label to recognise the link by.
+    #[serde(default)]
+    pub label: String,
+    /// A filter every report of the link is narrowed by (`filters` syntax).
+    #[serde(default)]
+    pub filter: String,
+    /// When the link stops working: days (`30d`) or a date (`2027-01-31`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// A password to ask before showing the dashboard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+/// Why a [`ShareSpec`] is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShareSpecError {
+    /// The label, expiry or password.
+    #[error(transparent)]
+    Share(#[from] ShareError),
+    /// The filter does not parse.
+    #[error("filter: {0}")]
+    Filter(#[from] crate::filter::FilterError),
+}
+
+impl ShareSpecError {
+    /// The machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Share(e) => e.code(),
+            Self::Filter(_) => "invalid_filter",
+        }
+    }
+}
+
+impl ShareSpec {
+    /// The stored link of `site` and its token (to show once), from 16
+    /// random bytes of password salt and 20 of token; everything is
+    /// checked before anything is made.
+    pub fn build(
+        &self,
+        site: &str,
+        salt: &[u8; 16],
+        token_bytes: &[u8; 20],
+        now: Millis,
+    ) -> Result<(Share, String), ShareSpecError> {
+        check_label(&self.label)?;
+        // Stored normalised, as the API writes filters back.
+        let filter = crate::filter::Filter::parse(self.filter.trim())?.to_query();
+        let expires_at = self
+            .expires
+            .as_deref()
+            .map(|e| parse_expiry(e, now))
+            .transpose()?;
+        let password = self
+            .password
+            .as_deref()
+            .map(|p| PasswordHash::new(p, salt, PASSWORD_ITERATIONS))
+            .transpose()?;
+        let token = token_from_bytes(site, token_bytes);
+        let share = Share {
+            hash: hash_token(&token),
+            prefix: shown_prefix(&token),
+            label: self.label.clone(),
+            filter,
+            created_at: now,
+            expires_at,
+            password,
+            revoked_at: None,
+        };
+        Ok((share, token))
+    }
+}
+
 fn session_key(password: &PasswordHash) -> hmac::Key {
     hmac::Key::new(hmac::HMAC_SHA256, password.hash.as_bytes())
 }
@@ -343,5 +422,43 @@ mod tests {
         for bad in ["0d", "-1d", "xd", "2026-11-30", "tomorrow", "99999d"] {
             assert_eq!(parse_expiry(bad, now), Err(ShareError::BadExpiry), "{bad}");
         }
+    }
+
+    #[test]
+    fn specs_build_links_checked_first() {
+        let spec = ShareSpec {
+            label: "team".into(),
+            filter: "page==/blog/*".into(),
+            expires: Some("30d".into()),
+            password: None,
+        };
+        let (link, token) = spec.build("blog", &[1; 16], &[2; 20], 1_000).unwrap();
+        assert_eq!(token_site(&token), Some("blog"));
+        assert_eq!(link.hash, hash_token(&token));
+        assert_eq!(link.expires_at, Some(1_000 + 30 * DAY_MS));
+        assert!(link.password.is_none());
+        let bad_filter = ShareSpec {
+            filter: "nonsense".into(),
+            ..spec.clone()
+        };
+        assert_eq!(
+            bad_filter
+                .build("blog", &[1; 16], &[2; 20], 0)
+                .map(|_| ())
+                .unwrap_err()
+                .code(),
+            "invalid_filter"
+        );
+        let short = ShareSpec {
+            password: Some("short".into()),
+            ..spec
+        };
+        assert_eq!(
+            short
+                .build("blog", &[1; 16], &[2; 20], 0)
+                .map(|_| ())
+                .unwrap_err(),
+            ShareSpecError::Share(ShareError::BadPassword)
+        );
     }
 }

@@ -279,6 +279,143 @@ impl Site {
     }
 }
 
+/// A change of a site's settings, as `tally site update` and the console's
+/// `PATCH sites/{site}` make it: each field given replaces that setting
+/// (an empty list of exclusions clears them), the rest stay. Domains and
+/// networks are normalised ([`normalize_domain`], [`Cidr::to_text`]) and
+/// the changed site is validated as a whole, so both doors write the same
+/// item.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteChange {
+    /// The domains whose pages may send events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domains: Option<Vec<String>>,
+    /// The IANA time zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// Excluded client networks (CIDR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_networks: Option<Vec<String>>,
+    /// Excluded page paths (`*` wildcards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_paths: Option<Vec<String>>,
+    /// Days raw events are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention_days: Option<u32>,
+    /// Days segments are kept, 0 forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_days: Option<u32>,
+}
+
+impl SiteChange {
+    /// Applies the change to `site` and validates the result: the names of
+    /// the settings that changed (empty when nothing did). On an error the
+    /// site is left as it was.
+    pub fn apply(&self, site: &mut Site) -> Result<Vec<&'static str>, SiteError> {
+        let mut next = site.clone();
+        if let Some(domains) = &self.domains {
+            next.domains = domains
+                .iter()
+                .map(|d| normalize_domain(d))
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(zone) = &self.timezone {
+            zone.trim().clone_into(&mut next.time_zone);
+        }
+        if let Some(networks) = &self.exclude_networks {
+            next.exclude_networks = normalize_networks(networks)?;
+        }
+        if let Some(paths) = &self.exclude_paths {
+            next.exclude_paths.clone_from(paths);
+        }
+        if let Some(days) = self.retention_days {
+            next.retention_days = days;
+        }
+        if let Some(days) = self.history_days {
+            next.history_days = days;
+        }
+        next.validate()?;
+        let mut changed = Vec::new();
+        if next.domains != site.domains {
+            changed.push("domains");
+        }
+        if next.time_zone != site.time_zone {
+            changed.push("timezone");
+        }
+        if next.exclude_networks != site.exclude_networks {
+            changed.push("exclude_networks");
+        }
+        if next.exclude_paths != site.exclude_paths {
+            changed.push("exclude_paths");
+        }
+        if next.retention_days != site.retention_days {
+            changed.push("retention_days");
+        }
+        if next.history_days != site.history_days {
+            changed.push("history_days");
+        }
+        *site = next;
+        Ok(changed)
+    }
+}
+
+/// A new site as `tally site create` and the console's `POST sites` make
+/// it: the id (derived from the first domain when not given,
+/// [`site_id_from_domain`]), the domains, the time zone and any further
+/// settings ([`SiteChange`]; its `domains` and `timezone` are not used).
+pub fn new_site(
+    id: Option<&str>,
+    domains: &[String],
+    time_zone: &str,
+    settings: &SiteChange,
+    created_at: Millis,
+) -> Result<Site, SiteError> {
+    let first = domains.first().ok_or(SiteError::NoDomain)?;
+    let id = match id {
+        Some(id) => id.trim().to_owned(),
+        None => site_id_from_domain(first),
+    };
+    let mut site = Site::new(&id, domains, time_zone.trim(), created_at)?;
+    SiteChange {
+        domains: None,
+        timezone: None,
+        ..settings.clone()
+    }
+    .apply(&mut site)?;
+    Ok(site)
+}
+
+/// A site id from a domain: `www.example.com` -> `example.com`,
+/// `*.example.com` -> `example.com` (empty for a domain that does not
+/// normalise).
+pub fn site_id_from_domain(domain: &str) -> String {
+    let d = normalize_domain(domain).unwrap_or_default();
+    let d = d.trim_start_matches("*.");
+    d.strip_prefix("www.").unwrap_or(d).to_owned()
+}
+
+/// Networks as given, in canonical CIDR form (an invalid one is an error).
+pub fn normalize_networks(given: &[String]) -> Result<Vec<String>, SiteError> {
+    given
+        .iter()
+        .map(|n| {
+            Cidr::parse(n)
+                .map(|c| c.to_text())
+                .ok_or_else(|| SiteError::InvalidNetwork(n.clone()))
+        })
+        .collect()
+}
+
+/// The `<script>` tag of a site, loading the tracker from the ingest
+/// function's public URL.
+pub fn snippet(site: &str, ingest_url: &str) -> String {
+    format!(
+        "<script defer data-site=\"{site}\" src=\"{}/script.js\"></script>",
+        ingest_url.trim_end_matches('/')
+    )
+}
+
 /// A page path as exclusions compare it: invisible characters removed
 /// ([`crate::text::neutralise`], as the stored path), runs of `/` collapsed
 /// into one, and lower case (a path differing only in case or in doubled
@@ -524,5 +661,86 @@ mod tests {
             Site::new("blog", &["example.com".into()], "Nowhere/Land", 0),
             Err(SiteError::InvalidTimeZone(_))
         ));
+    }
+
+    #[test]
+    fn a_change_replaces_what_it_names_and_validates_the_whole() {
+        let mut site = Site::new("s", &["example.com".into()], "UTC", 0).unwrap();
+        let change = SiteChange {
+            domains: Some(vec!["https://WWW.Example.org/x".into()]),
+            exclude_networks: Some(vec!["203.0.113.7/24".into()]),
+            retention_days: Some(30),
+            ..SiteChange::default()
+        };
+        let changed = change.apply(&mut site).unwrap();
+        assert_eq!(changed, ["domains", "exclude_networks", "retention_days"]);
+        assert_eq!(site.domains, ["www.example.org"]);
+        assert_eq!(site.exclude_networks, ["203.0.113.0/24"]);
+        assert_eq!(site.time_zone, "UTC");
+        let before = site.clone();
+        for bad in [
+            SiteChange {
+                domains: Some(vec![]),
+                ..SiteChange::default()
+            },
+            SiteChange {
+                timezone: Some("Mars/Olympus".into()),
+                ..SiteChange::default()
+            },
+            SiteChange {
+                exclude_networks: Some(vec!["nope".into()]),
+                ..SiteChange::default()
+            },
+            SiteChange {
+                retention_days: Some(0),
+                ..SiteChange::default()
+            },
+        ] {
+            assert!(bad.apply(&mut site).is_err(), "{bad:?}");
+            assert_eq!(site, before, "an error changes nothing");
+        }
+        let clear = SiteChange {
+            exclude_networks: Some(vec![]),
+            ..SiteChange::default()
+        };
+        assert_eq!(clear.apply(&mut site).unwrap(), ["exclude_networks"]);
+        assert!(SiteChange::default().apply(&mut site).unwrap().is_empty());
+    }
+
+    #[test]
+    fn new_sites_derive_their_id_from_the_first_domain() {
+        let site = new_site(
+            None,
+            &["www.Example.com".into(), "*.example.org".into()],
+            "Europe/Berlin",
+            &SiteChange {
+                history_days: Some(0),
+                ..SiteChange::default()
+            },
+            7,
+        )
+        .unwrap();
+        assert_eq!(site.id, "example.com");
+        assert_eq!(site.history_days, 0);
+        assert_eq!(site.created_at, 7);
+        assert_eq!(site_id_from_domain("*.example.org"), "example.org");
+        assert_eq!(
+            new_site(None, &[], "UTC", &SiteChange::default(), 0),
+            Err(SiteError::NoDomain)
+        );
+        assert_eq!(
+            new_site(
+                Some("Bad Id"),
+                &["a.com".into()],
+                "UTC",
+                &SiteChange::default(),
+                0
+            ),
+            Err(SiteError::InvalidId)
+        );
+        assert_eq!(
+            snippet("s", "https://in.example/"),
+            "<script defer data-site=\"s\" src=\"https://in.example/script.js\"></script>"
+        );
     }
 }
