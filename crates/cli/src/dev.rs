@@ -9,6 +9,9 @@
 //! the store through `aws-sdk-dynamodb`. On first start a demo instance
 //! owner, `demo@localhost`, is made owner of the demo site; its random
 //! password is kept in the data directory and printed on the ready line.
+//!
+//! Mail the stack would send (invites, password resets) is written to
+//! `{data_dir}/outbox/` and listed at `/dev/outbox` (`dev::outbox`).
 
 use anyhow::Context;
 use axum::extract::{ConnectInfo, Request as AxumRequest, State};
@@ -28,12 +31,19 @@ use tally_store::salt::SharedSalt;
 use tally_store::table::ensure_table;
 use tally_store::{ClientOptions, Store};
 
+mod outbox;
+
 /// The demo site's id.
 pub const DEMO_SITE: &str = "demo";
 const DEMO_PAGE: &str = include_str!("../assets/demo.html");
 /// Largest request body `tally dev` reads (the handlers enforce their own
 /// smaller limits and answer with JSON errors).
 const MAX_DEV_BODY: usize = 2 * 1024 * 1024;
+/// Log directives of `tally dev` (unless `RUST_LOG` is set): the embedded
+/// server logs every error answer at WARN, also those that are normal work
+/// (the first start's `DescribeTable` of a table not made yet, a duplicate
+/// event's failed condition); the handlers log the failures that matter.
+const DEV_LOG_DIRECTIVES: &str = "dynoxide::server=error";
 
 /// `tally dev` options.
 #[derive(Args, Debug, Clone)]
@@ -69,7 +79,7 @@ struct App {
 
 /// Runs the stack until Ctrl-C.
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
-    tally_lambda::logging::init_tracing();
+    tally_lambda::logging::init_tracing_with(DEV_LOG_DIRECTIVES);
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating {}", args.data_dir.display()))?;
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
@@ -123,7 +133,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         console: store.clone(),
         console_config,
     });
-    let router = axum::Router::new().fallback(route).with_state(app);
+    let router = axum::Router::new()
+        .fallback(route)
+        .with_state(app)
+        .merge(outbox::router(tally_mail::Outbox::in_data_dir(
+            &args.data_dir,
+        )));
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port))
         .await
         .with_context(|| format!("binding the HTTP port {}", args.port))?;
@@ -189,7 +204,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         );
         let _ = writeln!(
             out,
-            "demo page: http://{http}/demo   dashboard: http://{http}/"
+            "demo page: http://{http}/demo   dashboard: http://{http}/   outbox: http://{http}{}",
+            outbox::PATH
         );
         let _ = out.flush();
     }
