@@ -7,6 +7,7 @@
 //! - [`token`]: session, 2FA challenge, invite and setup tokens; ids.
 //! - [`cookie`]: `Set-Cookie` values and reading `Cookie`.
 //! - [`csrf`]: the CSRF token and `Origin` check.
+//! - [`signin`]: who a session cookie signs in (every function's check).
 //! - [`guess`]: password and code guess limits.
 //! - [`record`]: the stored records (users, sessions, memberships, …)
 //!   and the audit entry.
@@ -17,6 +18,7 @@ pub mod guess;
 pub mod password;
 pub mod record;
 pub mod role;
+pub mod signin;
 pub mod token;
 pub mod totp;
 
