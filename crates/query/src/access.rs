@@ -1,9 +1,30 @@
-//! Access: who reads a site's reports. An API key, or a shared link
-//! (read-only, narrowed by its filter, maybe behind a password); the
+//! Access: who reads a site's reports. An API key, a shared link
+//! (read-only, narrowed by its filter, maybe behind a password), or a
+//! signed-in member (the console's `tally_session` cookie); the
 //! failed-guess guard and the attempt counters around every check
 //! (`Config::guard`, the link's counter in the table); `POST …/unlock`,
 //! which trades a link's password for a session; `GET …/access`, what the
 //! credential allows.
+//!
+//! # Members
+//!
+//! A request without `Authorization` that carries `tally_session` is
+//! checked as the console checks it (`tally_core::account::signin`): the
+//! stored session answers the token, before its absolute end (14 days)
+//! and used in the last 3 days; the user exists; an instance that
+//! requires 2FA refuses a user without it (403 `totp_required`). Then the
+//! user reads a site they are a member of, with any role (every role
+//! reads), or any site as the instance owner; another site is 403
+//! `forbidden` whether it exists or not. Not signed in: 401
+//! `not_signed_in`.
+//!
+//! The query function is read-only: it never writes a session's
+//! `last_seen`. The idle expiry therefore counts from the console's last
+//! touch (the console writes `last_seen` at most every 10 minutes of its
+//! own use): a browser that only reads reports for 3 days without opening
+//! a console page is signed out. The cookie is read on GET routes only
+//! (`SameSite=Strict`, no CORS, nothing changes), so no CSRF token is
+//! asked; Plausible's Stats API and `POST …/unlock` take no cookie.
 
 use crate::config::{Config, SHARE_LINK_REQUESTS_PER_MINUTE, SHARE_REQUESTS_PER_MINUTE, ShareRead};
 use crate::error::{ApiError, json_response};
@@ -12,19 +33,28 @@ use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tally_core::Millis;
+use tally_core::account::signin::{self, Claim};
+use tally_core::account::{Role, User};
 use tally_core::auth::{self, AuthError};
 use tally_core::keys::valid_site_id;
 use tally_core::share::{self, Share, ShareError};
 use tally_core::site::Site;
 
-/// Who reads: the holder of an API key, or of a shared link (read-only
-/// reports of one site, narrowed by the link's filter).
+/// Who reads: the holder of an API key, of a shared link (read-only
+/// reports of one site, narrowed by the link's filter), or a signed-in
+/// member of the site.
 #[derive(Debug, Clone)]
 pub(crate) enum Access {
     /// An API key.
     Key,
     /// A shared link.
     Share(Share),
+    /// A signed-in user with a role on the site (an instance owner's is
+    /// `owner`).
+    Member {
+        /// Their role.
+        role: Role,
+    },
 }
 
 /// Which credentials an endpoint takes.
@@ -32,8 +62,9 @@ pub(crate) enum Access {
 pub(crate) enum Readers {
     /// API keys only (Plausible's Stats API).
     Keys,
-    /// API keys and shared links (Tally's reports and dashboard).
-    KeysAndShares,
+    /// API keys, shared links and signed-in members (Tally's reports and
+    /// dashboard).
+    Everyone,
 }
 
 /// Header carrying a password-protected link's session ([`share::session`]).
@@ -65,6 +96,15 @@ pub enum AccessBody<'a> {
         /// Whether it has a password.
         password: bool,
     },
+    /// A signed-in member.
+    Member {
+        /// The site id.
+        site: &'a str,
+        /// `member`.
+        access: &'static str,
+        /// Their role on the site.
+        role: Role,
+    },
 }
 
 impl<'a> AccessBody<'a> {
@@ -82,6 +122,11 @@ impl<'a> AccessBody<'a> {
                 filter: &share.filter,
                 expires_at: share.expires_at,
                 password: share.password.is_some(),
+            },
+            Access::Member { role } => Self::Member {
+                site: &site.id,
+                access: "member",
+                role: *role,
             },
         }
     }
@@ -220,7 +265,9 @@ fn too_many_attempts() -> ApiError {
 fn is_guess(e: &ApiError) -> bool {
     match e.status {
         401 | 403 => {
-            e.code != ShareError::PasswordRequired.code() && e.code != ShareError::Expired.code()
+            e.code != ShareError::PasswordRequired.code()
+                && e.code != ShareError::Expired.code()
+                && e.code != TOTP_REQUIRED
         }
         429 => e.code == "too_many_attempts",
         _ => false,
@@ -238,19 +285,71 @@ pub(crate) async fn authenticate<S: QueryStore>(
     now: i64,
     readers: Readers,
 ) -> Result<(Arc<Site>, Access), ApiError> {
-    let ip = tally_lambda::request::client_ip(request, false);
-    // A key this instance saw valid recently passes the guard: one guesser
-    // behind an office's address does not lock its colleagues out. (The key
-    // is still checked below, so a revocation takes effect at once.)
-    let presented = request
+    // Without `Authorization`, the session cookie (where members read).
+    let claim = match readers {
+        Readers::Everyone if !request.headers().contains_key("authorization") => {
+            session_claim(request)
+        }
+        _ => None,
+    };
+    let presented = match &claim {
+        Some(claim) => Some(claim.hash.clone()),
+        None => presented_key(request),
+    };
+    let check = async {
+        match &claim {
+            Some(claim) => authorize_member(store, site, claim, now).await,
+            None => authorize(store, site, request, now, readers).await,
+        }
+    };
+    let (site, access) = guarded(config, request, presented.as_deref(), now, check).await?;
+    if let (Some(h), Access::Share(_)) = (&presented, &access) {
+        let ip = tally_lambda::request::client_ip(request, false);
+        let message = match config.guard.share_read(h, &ip, now) {
+            ShareRead::Allowed => None,
+            ShareRead::NetworkSpent => Some(format!(
+                "a shared link may read {SHARE_REQUESTS_PER_MINUTE} times a minute from one network; retry shortly"
+            )),
+            ShareRead::LinkSpent => Some(format!(
+                "a shared link may read {SHARE_LINK_REQUESTS_PER_MINUTE} times a minute from all its viewers; retry shortly"
+            )),
+        };
+        if let Some(message) = message {
+            return Err(ApiError {
+                status: 429,
+                code: "rate_limited",
+                message,
+            });
+        }
+    }
+    Ok((site, access))
+}
+
+/// The hash of the request's bearer credential, if it has one.
+pub(crate) fn presented_key(request: &Request) -> Option<String> {
+    request
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|h| auth::bearer(Some(h)).ok())
-        .map(auth::hash_key);
-    let known = presented
-        .as_deref()
-        .is_some_and(|h| config.guard.recently_valid(h, now));
+        .map(auth::hash_key)
+}
+
+/// A credential check inside the failed-guess guard: taken from the
+/// client network's guard before it is made and given back unless it was
+/// a failed guess. A credential (`presented`: its hash) this instance saw
+/// valid recently passes the guard: one guesser behind an office's
+/// address does not lock its colleagues out (it is still checked, so a
+/// revocation takes effect at once).
+pub(crate) async fn guarded<T>(
+    config: &Config,
+    request: &Request,
+    presented: Option<&str>,
+    now: Millis,
+    check: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let ip = tally_lambda::request::client_ip(request, false);
+    let known = presented.is_some_and(|h| config.guard.recently_valid(h, now));
     if !known
         && !config
             .guard
@@ -258,33 +357,96 @@ pub(crate) async fn authenticate<S: QueryStore>(
     {
         return Err(too_many_attempts());
     }
-    let result = authorize(store, site, request, now, readers).await;
+    let result = check.await;
     if !known && !result.as_ref().is_err_and(is_guess) {
         config.guard.passed(&ip, now);
     }
-    let (site, access) = result?;
-    if let Some(h) = &presented {
+    if let (Ok(_), Some(h)) = (&result, presented) {
         config.guard.valid(h, now);
-        if matches!(access, Access::Share(_)) {
-            let message = match config.guard.share_read(h, &ip, now) {
-                ShareRead::Allowed => None,
-                ShareRead::NetworkSpent => Some(format!(
-                    "a shared link may read {SHARE_REQUESTS_PER_MINUTE} times a minute from one network; retry shortly"
-                )),
-                ShareRead::LinkSpent => Some(format!(
-                    "a shared link may read {SHARE_LINK_REQUESTS_PER_MINUTE} times a minute from all its viewers; retry shortly"
-                )),
-            };
-            if let Some(message) = message {
-                return Err(ApiError {
-                    status: 429,
-                    code: "rate_limited",
-                    message,
-                });
-            }
-        }
     }
-    Ok((site, access))
+    result
+}
+
+/// The code of a signed-in user who must turn on 2FA first.
+pub(crate) const TOTP_REQUIRED: &str = "totp_required";
+
+/// The request's `tally_session` claim, if it carries a well-formed one.
+pub(crate) fn session_claim(request: &Request) -> Option<Claim> {
+    let values = request
+        .headers()
+        .get_all("cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    Claim::of_cookies(values)
+}
+
+/// 401: no live session.
+pub(crate) fn not_signed_in() -> ApiError {
+    ApiError {
+        status: 401,
+        code: "not_signed_in",
+        message: "sign in first: the session has ended or was revoked".into(),
+    }
+}
+
+/// 403: a site the credential may not read (unknown sites alike).
+pub(crate) fn forbidden(site: &str) -> ApiError {
+    ApiError {
+        status: 403,
+        code: "forbidden",
+        message: format!("you may not read {site:?}"),
+    }
+}
+
+/// The user a session claim signs in, checked as the console checks it
+/// (`tally_core::account::signin`): 401 without a live session, 403
+/// `totp_required` when the instance requires 2FA and they have none.
+/// Reads the session, then the user and the instance settings together;
+/// writes nothing.
+pub(crate) async fn signed_in<S: QueryStore>(
+    store: &S,
+    claim: &Claim,
+    now: Millis,
+) -> Result<User, ApiError> {
+    let stored = store.session(&claim.uid, &claim.hash).await?;
+    claim.accepts(stored, now).ok_or_else(not_signed_in)?;
+    let (user, settings) = tokio::join!(store.user(&claim.uid), store.instance_settings());
+    let user = user?.ok_or_else(not_signed_in)?;
+    if signin::must_enable_totp(&settings?, &user) {
+        return Err(ApiError {
+            status: 403,
+            code: TOTP_REQUIRED,
+            message:
+                "this instance requires two-factor authentication: turn it on in the console first"
+                    .into(),
+        });
+    }
+    Ok(user)
+}
+
+/// A signed-in member's read of a site: the instance owner reads every
+/// site (as `owner`), a member the sites of their memberships (any role
+/// reads); another site is 403, whether it exists or not.
+async fn authorize_member<S: QueryStore>(
+    store: &S,
+    site_id: &str,
+    claim: &Claim,
+    now: Millis,
+) -> Result<(Arc<Site>, Access), ApiError> {
+    let user = signed_in(store, claim, now).await?;
+    let membership = if user.instance_owner || !valid_site_id(site_id) {
+        None
+    } else {
+        store.membership(site_id, &user.id).await?
+    };
+    let role = tally_core::account::role::site_role(user.instance_owner, membership)
+        .filter(|r| r.allows(tally_core::account::Action::Read))
+        .ok_or_else(|| forbidden(site_id))?;
+    let site = store
+        .site(site_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
+    Ok((site, Access::Member { role }))
 }
 
 /// A shared link of `site_id` by its token: 401 when unknown, 403 when it
@@ -406,6 +568,12 @@ mod tests {
             body,
             serde_json::json!({"site": "a.example", "access": "share", "label": "team",
                 "filter": "page==/blog", "expires_at": 5, "password": false})
+        );
+        let member = Access::Member { role: Role::Viewer };
+        let body = serde_json::to_value(AccessBody::of(&site, &member)).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"site": "a.example", "access": "member", "role": "viewer"})
         );
     }
 }

@@ -1,19 +1,27 @@
 //! `tally-query`: the stats API and the dashboard. This file only routes:
 //! a method and a path to a door.
 //!
-//! Routes, all under `/api/sites/{site}/` with
-//! `Authorization: Bearer <key>` (or a shared link, [`access`]):
+//! Routes under `/api/sites/{site}/`, read with `Authorization: Bearer
+//! <key>`, a shared link, or (GET only) a signed-in member's
+//! `tally_session` cookie ([`access`]):
 //! - `GET stats`, `timeseries`, `breakdown/{dimension}`, `dashboard`,
 //!   `funnels/{id}`: Tally's reports ([`doors::reports`]), as JSON, CSV or
 //!   (the dashboard) a ZIP of CSVs ([`download`]);
 //! - `GET funnels`: the site's funnels;
 //! - `GET realtime`: visitors in the last five minutes and their pages
 //!   ([`doors::realtime`]);
-//! - `GET access`: what the credential allows; `POST unlock`: a session
-//!   for a password-protected link ([`access`]).
+//! - `GET access`: what the credential allows (a member's role); `POST
+//!   unlock`: a session for a password-protected link ([`access`]).
+//!
+//! `GET /api/overview?sites=a,b`: the all-sites view, each site's visitors
+//! today, over 30 days against the 30 before, and a daily sparkline, for
+//! a member's sites (at most 10) or a key's own site
+//! ([`doors::overview`]).
 //!
 //! Plausible's Stats API v2 (`POST /api/v2/query`) and v1
-//! (`GET /api/v1/stats/…`) are [`doors::plausible`]. Every door parses into
+//! (`GET /api/v1/stats/…`) are [`doors::plausible`], with API keys only.
+//! Every other method is refused (405): the function only reads, besides
+//! a link's `unlock`. Every door parses into
 //! typed queries (`tally_core::query`), answers them through one
 //! [`batch`] (reads by [`read`]: day rollups for the settled days they
 //! answer, segments for compacted hours, raw events for the rest;
@@ -23,7 +31,8 @@
 //! `/` serves the dashboard page ([`page`]) and `/health` answers
 //! liveness. [`handle`] is a plain async function over the [`QueryStore`]
 //! port and a [`Clock`]; `main.rs` only wires it to `lambda_http`. No CORS:
-//! the API is read with a bearer key, never cross-origin with credentials.
+//! the API is read with a bearer key, or same-origin with the session
+//! cookie (`SameSite=Strict`), never cross-origin with credentials.
 
 pub mod access;
 pub mod batch;
@@ -44,7 +53,7 @@ pub use tally_core::query::tally::{DASHBOARD_DIMENSIONS, DASHBOARD_LIMIT, DASHBO
 
 use crate::access::Readers;
 use crate::batch::Reader;
-use crate::doors::{plausible, realtime, reports};
+use crate::doors::{overview, plausible, realtime, reports};
 use crate::error::{ApiError, error_response, json_response, plausible_error_response};
 use crate::store::QueryStore;
 use lambda_http::http::header::HeaderValue;
@@ -118,14 +127,16 @@ async fn route<S: QueryStore, C: Clock>(
             let answer = Box::pin(plausible::v1(store, clock, config, request, rest)).await;
             Ok(answer.unwrap_or_else(|e| plausible_error_response(&e)))
         }
+        ("GET", ["api", "overview"]) => {
+            Box::pin(overview::overview(store, clock.now(), config, request)).await
+        }
         ("POST", ["api", "sites", site, "unlock"]) => {
             Box::pin(access::unlock(store, config, request, site, clock.now())).await
         }
         ("GET", ["api", "sites", site, rest @ ..]) => {
             let now = clock.now();
             let (site, access) =
-                access::authenticate(store, config, request, site, now, Readers::KeysAndShares)
-                    .await?;
+                access::authenticate(store, config, request, site, now, Readers::Everyone).await?;
             let reader = Reader::new(&site, now, config);
             let name = rest.join("-");
             // Each door's future is boxed: the handler's own future stays

@@ -1,11 +1,17 @@
 //! What the query function needs from storage ([`QueryStore`]), and its
 //! DynamoDB implementation with a per-instance site cache
 //! ([`DynamoQuery`]).
+//!
+//! Every method reads (GetItem, Query, BatchGetItem); the only writes are
+//! a shared link's password attempts (UpdateItem). The console's items
+//! (sessions, users, memberships, the instance settings) are read, never
+//! written: a session's `last_seen` is the console's to touch.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use tally_core::Millis;
+use tally_core::account::{InstanceSettings, Role, Session, User};
 use tally_core::event::Event;
 use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
@@ -54,6 +60,33 @@ pub trait QueryStore: Send + Sync {
         hash: &str,
         now: Millis,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// A session by its user and its token's hash (never cached: logout
+    /// and revocation are immediate).
+    fn session(
+        &self,
+        uid: &str,
+        hash: &str,
+    ) -> impl Future<Output = Result<Option<Session>, StoreError>> + Send;
+    /// A user by id.
+    fn user(&self, uid: &str) -> impl Future<Output = Result<Option<User>, StoreError>> + Send;
+    /// The instance settings (`require_2fa`).
+    fn instance_settings(
+        &self,
+    ) -> impl Future<Output = Result<InstanceSettings, StoreError>> + Send;
+    /// A user's role on a site, if they are a member (one GetItem).
+    fn membership(
+        &self,
+        site: &str,
+        uid: &str,
+    ) -> impl Future<Output = Result<Option<Role>, StoreError>> + Send;
+    /// The sites a user is a member of, with their roles, in site order
+    /// (one Query).
+    fn user_sites(
+        &self,
+        uid: &str,
+    ) -> impl Future<Output = Result<Vec<(String, Role)>, StoreError>> + Send;
+    /// Every site's id, in order (what an instance owner sees; one Query).
+    fn site_ids(&self) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
     /// The site's goals.
     fn goals(&self, site: &str) -> impl Future<Output = Result<Vec<Goal>, StoreError>> + Send;
     /// The site's funnels.
@@ -156,6 +189,38 @@ impl QueryStore for DynamoQuery {
     ) -> Result<(), StoreError> {
         let minute = now.div_euclid(tally_core::MINUTE_MS);
         self.store.give_back_share_attempt(site, hash, minute).await
+    }
+
+    async fn session(&self, uid: &str, hash: &str) -> Result<Option<Session>, StoreError> {
+        self.store.session(uid, hash).await
+    }
+
+    async fn user(&self, uid: &str) -> Result<Option<User>, StoreError> {
+        self.store.user(uid).await
+    }
+
+    async fn instance_settings(&self) -> Result<InstanceSettings, StoreError> {
+        self.store.instance_settings().await
+    }
+
+    async fn membership(&self, site: &str, uid: &str) -> Result<Option<Role>, StoreError> {
+        Ok(self.store.membership(site, uid).await?.map(|m| m.role))
+    }
+
+    async fn user_sites(&self, uid: &str) -> Result<Vec<(String, Role)>, StoreError> {
+        self.store.user_sites(uid).await
+    }
+
+    async fn site_ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut ids: Vec<String> = self
+            .store
+            .sites()
+            .await?
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        ids.sort();
+        Ok(ids)
     }
 
     async fn goals(&self, site: &str) -> Result<Vec<Goal>, StoreError> {

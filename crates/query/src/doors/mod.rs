@@ -5,10 +5,13 @@
 //! - [`reports`]: Tally's `stats`, `timeseries`, `breakdown/{dimension}`,
 //!   `dashboard`, `funnels` and `funnels/{id}`, as JSON, CSV or ZIP
 //!   ([`crate::download`]);
+//! - [`overview`]: the all-sites view (`/api/overview`), each site's
+//!   `stats` and `timeseries` queries;
 //! - [`plausible`]: Plausible's Stats API v2 and v1;
 //! - [`realtime`]: the last minutes' visitors (Tally's `realtime`, v1's
 //!   `realtime/visitors`).
 
+pub mod overview;
 pub mod plausible;
 pub mod realtime;
 pub mod reports;
