@@ -52,11 +52,12 @@ let dev = null;
 export let devLog = '';
 const dataDir = mkdtempSync(path.join(tmpdir(), 'tally-e2e-'));
 
-/** Starts `tally dev` (in memory, free ports); resolves to its ready line's
- *  fields: http, dynamodb, table, site, key. */
-export function startTally() {
+/** Starts `tally dev` (in memory, free ports, `extraArgs` appended);
+ *  resolves to its ready line's fields: http, dynamodb, table, site, key
+ *  (and login, password with the demo owner). */
+export function startTally(extraArgs = []) {
   return new Promise((resolve, reject) => {
-    dev = spawn(TALLY_BIN, ['dev', '--memory', '--port', '0', '--dynamodb-port', '0', '--data-dir', dataDir], {
+    dev = spawn(TALLY_BIN, ['dev', '--memory', '--port', '0', '--dynamodb-port', '0', '--data-dir', dataDir, ...extraArgs], {
       cwd: repo, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

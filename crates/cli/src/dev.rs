@@ -66,6 +66,10 @@ pub struct DevArgs {
     /// Keep the embedded store in memory (nothing survives a restart).
     #[arg(long)]
     memory: bool,
+    /// Make no demo console owner: the console's first run stays to be
+    /// done with a token from `tally setup-token`.
+    #[arg(long)]
+    no_demo_owner: bool,
 }
 
 struct App {
@@ -116,7 +120,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .await
         .context("creating the table")?;
     let key = ensure_demo(&store, &args.data_dir).await?;
-    let login = ensure_demo_owner(&store, &args.data_dir).await?;
+    let login = if args.no_demo_owner {
+        None
+    } else {
+        ensure_demo_owner(&store, &args.data_dir).await?
+    };
 
     let secret = tally_store::env::salt_secret()?;
     let console_config = tally_console::Config::new(&secret);
@@ -292,10 +300,10 @@ async fn route(
         Ok(r) => r,
         Err(response) => return *response,
     };
-    // As the HTTP API routes them: `/api/console/` is the console's,
-    // `/api/event` (Plausible's Events API) is ingest's, the rest of `/api/`
-    // and the dashboard are query's.
-    if path.starts_with(tally_console::PREFIX) {
+    // As the HTTP API routes them: `/console` and `/api/console/` are the
+    // console's, `/api/event` (Plausible's Events API) is ingest's, the rest
+    // of `/api/` and the dashboard are query's.
+    if path.starts_with(tally_console::PREFIX) || path == tally_console::page::PATH {
         let response =
             tally_console::handle(&app.console, &SystemClock, &app.console_config, request).await;
         return from_lambda(response);

@@ -17,6 +17,9 @@
 //! ([`guard`]). [`handle`] is a plain async function over the
 //! [`ConsoleStore`] port and a clock; `main.rs` wires it to `lambda_http`;
 //! [`error`] is the one place errors become responses.
+//!
+//! `GET /console` serves the console page ([`page`]): the browser side of
+//! these routes, hash-routed, under a strict CSP.
 
 pub mod account;
 pub mod auth;
@@ -25,6 +28,7 @@ pub mod config;
 pub mod error;
 pub mod guard;
 pub mod login;
+pub mod page;
 pub mod store;
 
 pub use crate::config::Config;
@@ -112,6 +116,12 @@ pub async fn handle<S: ConsoleStore, C: Clock>(
     config: &Config,
     request: Request,
 ) -> Response<Body> {
+    if request.uri().path() == page::PATH {
+        return match request.method().as_str() {
+            "GET" | "HEAD" => page::console(),
+            _ => error_response(&ConsoleError::new(405, "method_not_allowed", "use GET")),
+        };
+    }
     let mut response = match Box::pin(dispatch(store, clock, config, &request)).await {
         Ok(response) => response,
         Err(e) => error_response(&e),
