@@ -7,6 +7,7 @@
 pub mod generator;
 pub mod reference;
 
+pub mod console;
 pub mod faults;
 pub mod moto;
 pub mod runtime_api;

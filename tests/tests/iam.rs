@@ -30,6 +30,11 @@ fn granted(function: &str) -> BTreeSet<String> {
         .as_sequence()
         .unwrap()
     {
+        // `!If [condition, policy, AWS::NoValue]`: the policy when it holds.
+        let policy = match policy {
+            Value::Tagged(tagged) if tagged.tag == "If" => &tagged.value[1],
+            policy => policy,
+        };
         for statement in policy["Statement"].as_sequence().unwrap() {
             assert_eq!(statement["Effect"], "Allow");
             let list: Vec<String> = match &statement["Action"] {
@@ -55,9 +60,22 @@ fn observed(ops: std::collections::BTreeMap<String, u64>) -> BTreeSet<String> {
     ops.keys().map(|op| format!("dynamodb:{op}")).collect()
 }
 
+/// The DynamoDB actions of a function's policy.
+fn granted_table(function: &str) -> BTreeSet<String> {
+    granted(function)
+        .into_iter()
+        .filter(|a| a.starts_with("dynamodb:"))
+        .collect()
+}
+
 #[test]
 fn no_function_is_granted_a_wildcard() {
-    for f in ["IngestFunction", "QueryFunction", "RollupFunction"] {
+    for f in [
+        "IngestFunction",
+        "QueryFunction",
+        "ConsoleFunction",
+        "RollupFunction",
+    ] {
         assert!(!granted(f).is_empty(), "{f} has a DynamoDB policy");
     }
 }
@@ -226,4 +244,106 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     let response = tally_query::handle(&query, &clock, request).await;
     assert_eq!(response.status(), 200, "unlock");
     assert_eq!(observed(counter.by_operation()), granted("QueryFunction"));
+}
+
+#[test]
+fn the_console_may_send_mail_only_from_its_identity() {
+    assert!(granted("ConsoleFunction").contains("ses:SendEmail"));
+    for f in ["IngestFunction", "QueryFunction", "RollupFunction"] {
+        assert!(granted(f).iter().all(|a| a.starts_with("dynamodb:")), "{f}");
+    }
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let template: Value = serde_norway::from_str(&text).unwrap();
+    let mail = template["Resources"]["ConsoleFunction"]["Properties"]["Policies"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find_map(|p| match p {
+            Value::Tagged(t) if t.tag == "If" => Some(t.value.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(mail[0], "HasEmailFrom", "only when EmailFrom is set");
+    let statement = &mail[1]["Statement"][0];
+    let condition = &statement["Condition"]["StringEquals"]["ses:FromAddress"];
+    assert!(
+        matches!(condition, Value::Tagged(t) if t.tag == "Ref" && t.value == "EmailFrom"),
+        "SendEmail only from EmailFrom: {condition:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_console_is_granted_exactly_what_its_code_calls() {
+    use tally_tests::console::{Browser, Console, PASSWORD, owner, rfc6238};
+    let mut console = Console::start().await;
+    let (store, counter) = console.second_store().await;
+    console.store = store;
+    // First run, a login with 2FA, sessions listed and revoked, the
+    // instance's settings, a wrong password counted, logout.
+    let mut b = owner(&console).await;
+    let (status, body) = b.call(&console, "POST", "totp/setup", None).await;
+    assert_eq!(status, 200, "{body}");
+    let secret = body["secret"].as_str().unwrap().to_owned();
+    let code = rfc6238(&secret, tally_store::clock::Clock::now(&console.clock));
+    let (status, body) = b
+        .call(
+            &console,
+            "POST",
+            "totp/enable",
+            Some(serde_json::json!({"code": code})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let mut other = Browser::new("203.0.113.9");
+    let (status, _) = other
+        .login(&console, "owner@example.com", "not the password")
+        .await;
+    assert_eq!(status, 401);
+    let (status, body) = other.login(&console, "owner@example.com", PASSWORD).await;
+    assert_eq!(
+        (status, body["totp_required"].as_bool()),
+        (200, Some(true)),
+        "{body}"
+    );
+    console.clock.advance(30_000);
+    let code = rfc6238(&secret, tally_store::clock::Clock::now(&console.clock));
+    let challenge = body["challenge"].as_str().unwrap().to_owned();
+    let (status, body) = other
+        .call(
+            &console,
+            "POST",
+            "login/totp",
+            Some(serde_json::json!({"challenge": challenge, "code": code})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, list) = other.call(&console, "GET", "sessions", None).await;
+    let first = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["current"] != true)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _) = other
+        .call(&console, "DELETE", &format!("sessions/{first}"), None)
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = other
+        .call(
+            &console,
+            "PUT",
+            "settings",
+            Some(serde_json::json!({"require_2fa": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(other.call(&console, "POST", "logout", None).await.0, 200);
+    assert_eq!(
+        observed(counter.by_operation()),
+        granted_table("ConsoleFunction")
+    );
 }
