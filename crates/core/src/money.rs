@@ -259,7 +259,7 @@ fn grouped(whole: u128) -> String {
     let text = whole.to_string();
     let mut out = String::with_capacity(text.len() + text.len() / 3);
     for (i, c) in text.chars().enumerate() {
-        if i > 0 && (text.len() - i) % 3 == 0 {
+        if i > 0 && (text.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
