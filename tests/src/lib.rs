@@ -229,6 +229,8 @@ pub async fn put_key(store: &Store, site: &str, key: &str) {
         label: "test".into(),
         created_at: 0,
         revoked_at: None,
+        owner: None,
+        scope: tally_core::account::KeyScope::Read,
     };
     store.put_api_key(site, &record).await.unwrap();
 }

@@ -128,6 +128,8 @@ impl Rig {
             label: "test".into(),
             created_at: 1,
             revoked_at,
+            owner: None,
+            scope: tally_core::account::KeyScope::Read,
         };
         self.h.store.put_api_key(site, &record).await.unwrap();
         key

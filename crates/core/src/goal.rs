@@ -370,9 +370,9 @@ mod tests {
             ..GoalSpec::default()
         };
         assert_eq!(both.build(0), Err(GoalError::NoRule));
-        assert_eq!(check_new(&[page.clone()], &event), Ok(()));
+        assert_eq!(check_new(std::slice::from_ref(&page), &event), Ok(()));
         assert_eq!(
-            check_new(&[page.clone()], &page),
+            check_new(std::slice::from_ref(&page), &page),
             Err(GoalError::Exists("Visit /blog/*".into()))
         );
         let many = vec![event; MAX_GOALS];

@@ -477,6 +477,33 @@ impl Store {
         membership: &Membership,
         now: Millis,
     ) -> Result<bool, StoreError> {
+        self.transact(self.accept_items(invite, membership, now)?)
+            .await
+    }
+
+    /// Accepts an invite as a new user: [`Store::accept_invite`]'s items and
+    /// [`Store::create_user`]'s (the email must be free), in one
+    /// transaction. `Ok(false)` when the invite was spent, revoked or
+    /// expired, or the email is taken (nothing is written).
+    pub async fn accept_invite_as_new_user(
+        &self,
+        invite: &Invite,
+        user: &User,
+        membership: &Membership,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let mut items = self.user_items(user)?;
+        items.extend(self.accept_items(invite, membership, now)?);
+        self.transact(items).await
+    }
+
+    /// The invite spent (if live) and the membership's two items.
+    fn accept_items(
+        &self,
+        invite: &Invite,
+        membership: &Membership,
+        now: Millis,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let spend = build(
             Delete::builder()
                 .table_name(self.table())
@@ -489,12 +516,11 @@ impl Store {
                 .build(),
         )?;
         let (by_site, by_user) = self.membership_items(membership)?;
-        let items = vec![
+        Ok(vec![
             TransactWriteItem::builder().delete(spend).build(),
             self.put_item(by_site, None)?,
             self.put_item(by_user, None)?,
-        ];
-        self.transact(items).await
+        ])
     }
 
     /// Deletes an invite: whether it existed.

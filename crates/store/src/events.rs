@@ -163,4 +163,42 @@ impl Store {
         events.sort_by_key(|e| e.ts);
         Ok(events)
     }
+
+    /// Whether any raw event of `site` is stored in the given UTC hours
+    /// (newest first): one Query of at most one item per hour partition
+    /// (and shard), stopping at the first found, so the read is bounded
+    /// whatever the traffic. Items whose TTL has passed do not count.
+    pub async fn any_event_in_hours(
+        &self,
+        site: &Site,
+        hours: impl IntoIterator<Item = Millis>,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        for hour in hours {
+            for shard in site.read_shards(hour).shards {
+                let page = self
+                    .client
+                    .query()
+                    .table_name(self.table())
+                    .key_condition_expression("pk = :pk")
+                    .expression_attribute_values(
+                        ":pk",
+                        AttributeValue::S(event_pk(&site.id, hour, shard)),
+                    )
+                    .limit(1)
+                    .send()
+                    .await
+                    .map_err(from_sdk)?;
+                let live = page
+                    .items
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|item| number(item, "ttl").is_none_or(|ttl| ttl * 1000 > now));
+                if live {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
 }

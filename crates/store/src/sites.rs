@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tally_core::Millis;
+use tally_core::account::KeyScope;
 use tally_core::keys::{self, SITES_PK};
 use tally_core::share::Share;
 use tally_core::site::Site;
@@ -32,6 +33,40 @@ pub struct ApiKeyRecord {
     /// When the key was revoked, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked_at: Option<Millis>,
+    /// The console user who made it (`None`: made with the CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// What it may do (stored without one, it reads).
+    #[serde(default)]
+    pub scope: KeyScope,
+}
+
+impl ApiKeyRecord {
+    /// The record of a new `key` (only its hash and shown prefix are kept),
+    /// as `tally key create` and the console's `POST sites/{site}/keys`
+    /// store it: the label checked as a shared link's
+    /// ([`tally_core::share::check_label`]).
+    pub fn new(
+        key: &str,
+        label: &str,
+        owner: Option<String>,
+        scope: KeyScope,
+        now: Millis,
+    ) -> Result<Self, tally_core::share::ShareError> {
+        tally_core::share::check_label(label)?;
+        Ok(Self {
+            hash: tally_core::auth::hash_key(key),
+            prefix: key
+                .chars()
+                .take(tally_core::auth::SHOWN_PREFIX_LEN)
+                .collect(),
+            label: label.to_owned(),
+            created_at: now,
+            revoked_at: None,
+            owner,
+            scope,
+        })
+    }
 }
 
 impl Store {
@@ -69,6 +104,24 @@ impl Store {
             .condition_expression(condition)
             .set_expression_attribute_values(values);
         match put.send().await {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
+    }
+
+    /// Deletes a site's item (ingest refuses its events from then on, once
+    /// caches expire): whether it existed.
+    pub async fn delete_site(&self, id: &str) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key(SITES_PK, keys::site_sk(id))))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        match result {
             Ok(_) => Ok(true),
             Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
             Err(err) => Err(from_sdk(err)),
