@@ -4,9 +4,8 @@ use crate::Target;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use std::io::Write;
-use tally_core::auth::{self, SHOWN_PREFIX_LEN};
-use tally_core::site::Site;
-use tally_store::sites::ApiKeyRecord;
+use tally_core::auth;
+use tally_core::site::{Site, SiteChange, snippet};
 use tally_store::{ClientOptions, Store};
 
 /// `tally site …`
@@ -147,28 +146,9 @@ pub enum GoalCommand {
     Remove(NamedArg),
 }
 
-/// A goal or funnel id from a name: lower-case letters, digits and dashes
-/// (`fallback` when the name has none).
-pub fn id_from_name(name: &str, fallback: &str) -> String {
-    let mut id = String::new();
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            id.push(c.to_ascii_lowercase());
-        } else if !id.ends_with('-') {
-            id.push('-');
-        }
-    }
-    let id = id.trim_matches('-').to_owned();
-    if id.is_empty() {
-        fallback.to_owned()
-    } else {
-        id
-    }
-}
-
 /// Runs a `tally goal` command.
 pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
-    use tally_core::goal::{Goal, GoalRule, MAX_GOALS, PageMatch};
+    use tally_core::goal::{GoalRule, GoalSpec, PageMatch};
     let store = connect(target).await;
     let mut out = std::io::stdout().lock();
     match command {
@@ -179,39 +159,25 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
             page,
             matching,
         } => {
+            let matching = matching.map(|m| match m.as_str() {
+                "regex" => PageMatch::Regex,
+                "wildcard" => PageMatch::Wildcard,
+                _ => PageMatch::Exact,
+            });
+            let goal = GoalSpec {
+                name,
+                event,
+                page,
+                matching,
+            }
+            .build(now_ms())?;
             store
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
-            let rule = match (event, page) {
-                (Some(name), _) => GoalRule::Event { name },
-                (None, Some(pattern)) => {
-                    let matching = match matching.as_deref() {
-                        Some("regex") => PageMatch::Regex,
-                        Some("wildcard") => PageMatch::Wildcard,
-                        Some(_) => PageMatch::Exact,
-                        None if pattern.contains('*') => PageMatch::Wildcard,
-                        None => PageMatch::Exact,
-                    };
-                    GoalRule::Page { pattern, matching }
-                }
-                (None, None) => bail!("give --event NAME or --page PATTERN"),
-            };
-            let name = name.unwrap_or_else(|| match &rule {
-                GoalRule::Event { name } => name.clone(),
-                GoalRule::Page { pattern, .. } => format!("Visit {pattern}"),
-            });
-            let existing = store.goals(&site).await?;
-            if existing.len() >= MAX_GOALS {
-                bail!("a site may have at most {MAX_GOALS} goals");
-            }
-            let id = id_from_name(&name, "goal");
-            if existing.iter().any(|g| g.id == id || g.name == name) {
-                bail!("a goal named {name:?} already exists");
-            }
-            let goal = Goal::new(&id, &name, rule, now_ms())?;
+            tally_core::goal::check_new(&store.goals(&site).await?, &goal)?;
             store.put_goal(&site, &goal).await?;
-            writeln!(out, "goal added: {id}\t{name}")?;
+            writeln!(out, "goal added: {}\t{}", goal.id, goal.name)?;
         }
         GoalCommand::List(SiteArg { site }) => {
             for g in store.goals(&site).await? {
@@ -264,7 +230,7 @@ pub enum FunnelCommand {
 
 /// Runs a `tally funnel` command.
 pub async fn funnel(command: FunnelCommand, target: &Target) -> anyhow::Result<()> {
-    use tally_core::funnel::{Funnel, MAX_FUNNELS, Mode, Step};
+    use tally_core::funnel::{FunnelSpec, Step};
     // Build the definition before connecting: a bad one changes nothing.
     let funnel = match &command {
         FunnelCommand::Add {
@@ -272,41 +238,26 @@ pub async fn funnel(command: FunnelCommand, target: &Target) -> anyhow::Result<(
             steps,
             strict,
             ..
-        } => {
-            let steps = steps
-                .iter()
-                .map(|s| Step::parse(s))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mode = if *strict { Mode::Strict } else { Mode::Ordered };
-            Some(Funnel::new(
-                &id_from_name(name, "funnel"),
-                name,
-                steps,
-                mode,
-                now_ms(),
-            )?)
-        }
+        } => Some(
+            FunnelSpec {
+                name: name.clone(),
+                steps: steps.clone(),
+                strict: *strict,
+            }
+            .build(now_ms())?,
+        ),
         _ => None,
     };
     let store = connect(target).await;
     let mut out = std::io::stdout().lock();
     match command {
-        FunnelCommand::Add { site, name, .. } => {
+        FunnelCommand::Add { site, .. } => {
             let funnel = funnel.context("a funnel definition")?;
             store
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
-            let existing = store.funnels(&site).await?;
-            if existing.len() >= MAX_FUNNELS {
-                bail!("a site may have at most {MAX_FUNNELS} funnels");
-            }
-            if existing
-                .iter()
-                .any(|f| f.id == funnel.id || f.name == name.trim())
-            {
-                bail!("a funnel named {name:?} already exists");
-            }
+            tally_core::funnel::check_new(&store.funnels(&site).await?, &funnel)?;
             store.put_funnel(&site, &funnel).await?;
             writeln!(out, "funnel added: {}\t{}", funnel.id, funnel.name)?;
         }
@@ -345,44 +296,10 @@ pub async fn connect(target: &Target) -> Store {
     Store::connect(&options, &target.table).await
 }
 
-/// A site id from a domain: `www.example.com` -> `example.com`.
-pub fn site_id_from_domain(domain: &str) -> String {
-    let d = tally_core::site::normalize_domain(domain).unwrap_or_default();
-    let d = d.trim_start_matches("*.");
-    d.strip_prefix("www.").unwrap_or(d).to_owned()
-}
-
 /// Now, ms since the epoch.
 pub fn now_ms() -> i64 {
     use tally_store::clock::{Clock, SystemClock};
     SystemClock.now()
-}
-
-/// Makes a new key and stores its hash; returns the key.
-pub async fn create_key(store: &Store, site: &str, label: &str) -> anyhow::Result<String> {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 20];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| anyhow::anyhow!("no randomness available"))?;
-    let key = auth::key_from_bytes(site, &bytes);
-    let record = ApiKeyRecord {
-        hash: auth::hash_key(&key),
-        prefix: key[..SHOWN_PREFIX_LEN].to_owned(),
-        label: label.to_owned(),
-        created_at: now_ms(),
-        revoked_at: None,
-    };
-    store.put_api_key(site, &record).await?;
-    Ok(key)
-}
-
-/// The `<script>` tag for a site.
-pub fn snippet(site: &str, ingest_url: &str) -> String {
-    format!(
-        "<script defer data-site=\"{site}\" src=\"{}/script.js\"></script>",
-        ingest_url.trim_end_matches('/')
-    )
 }
 
 fn history_label(days: u32) -> String {
@@ -413,20 +330,6 @@ fn retention_line(site: &Site) -> String {
     line
 }
 
-/// Networks as given, in canonical CIDR form (an invalid one is an error).
-fn networks(given: &[String]) -> anyhow::Result<Vec<String>> {
-    given
-        .iter()
-        .map(|n| {
-            tally_core::site::Cidr::parse(n)
-                .map(|c| c.to_text())
-                .ok_or_else(|| {
-                    anyhow::anyhow!(tally_core::site::SiteError::InvalidNetwork(n.clone()))
-                })
-        })
-        .collect()
-}
-
 /// Runs a `tally site` command.
 pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
     let store = connect(target).await;
@@ -442,20 +345,28 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             exclude_paths,
             ingest_url,
         } => {
-            let id = id.unwrap_or_else(|| site_id_from_domain(&domains[0]));
-            let mut site = Site::new(&id, &domains, &timezone, now_ms())?;
-            site.retention_days = retention_days;
-            site.history_days = history_days;
-            site.exclude_networks = networks(&exclude_networks)?;
-            site.exclude_paths = exclude_paths;
-            site.validate()?;
-            store.create_site(&site).await?;
-            let key = create_key(&store, &id, "created with the site").await?;
+            let settings = SiteChange {
+                retention_days: Some(retention_days),
+                history_days: Some(history_days),
+                exclude_networks: Some(exclude_networks),
+                exclude_paths: Some(exclude_paths),
+                ..SiteChange::default()
+            };
+            let (site, key) = tally_cli::sites::create_site(
+                &store,
+                id.as_deref(),
+                &domains,
+                &timezone,
+                &settings,
+                now_ms(),
+            )
+            .await?;
+            let id = &site.id;
             writeln!(out, "site: {id}")?;
             writeln!(out, "domains: {}", site.domains.join(", "))?;
             writeln!(out, "timezone: {}", site.time_zone)?;
             writeln!(out, "{}", retention_line(&site))?;
-            writeln!(out, "snippet: {}", snippet(&id, &ingest_url))?;
+            writeln!(out, "snippet: {}", snippet(id, &ingest_url))?;
             writeln!(out, "api key (shown once, store it now): {key}")?;
         }
         SiteCommand::Update {
@@ -468,48 +379,17 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             exclude_paths,
             clear_exclusions,
         } => {
-            let networks = networks(&exclude_networks)?;
-            let domains: Vec<String> = domains
-                .iter()
-                .map(|d| tally_core::site::normalize_domain(d))
-                .collect::<Result<_, _>>()?;
-            // Read, change, write unless ingest or the job changed the
-            // site's shard plan meanwhile; then again from the new read.
-            let mut tries = 0;
-            let site = loop {
-                let mut site = store
-                    .site(&id)
-                    .await?
-                    .with_context(|| format!("no site {id:?}"))?;
-                if let Some(days) = retention_days {
-                    site.retention_days = days;
-                }
-                if let Some(days) = history_days {
-                    site.history_days = days;
-                }
-                if let Some(tz) = &timezone {
-                    site.time_zone = tz.clone();
-                }
-                if !domains.is_empty() {
-                    site.domains = domains.clone();
-                }
-                if clear_exclusions {
-                    site.exclude_networks.clear();
-                    site.exclude_paths.clear();
-                }
-                if !networks.is_empty() {
-                    site.exclude_networks = networks.clone();
-                }
-                if !exclude_paths.is_empty() {
-                    site.exclude_paths = exclude_paths.clone();
-                }
-                site.validate()?;
-                if store.update_site(&site).await? {
-                    break site;
-                }
-                tries += 1;
-                anyhow::ensure!(tries < 5, "site {id:?} keeps changing; try again");
+            let given = |list: Vec<String>| (!list.is_empty()).then_some(list);
+            let cleared = clear_exclusions.then(Vec::new);
+            let change = SiteChange {
+                domains: given(domains),
+                timezone,
+                exclude_networks: given(exclude_networks).or_else(|| cleared.clone()),
+                exclude_paths: given(exclude_paths).or(cleared),
+                retention_days,
+                history_days,
             };
+            let site = tally_cli::sites::update_site(&store, &id, &change).await?;
             writeln!(out, "site: {id}")?;
             writeln!(out, "domains: {}", site.domains.join(", "))?;
             writeln!(out, "timezone: {}", site.time_zone)?;
@@ -542,7 +422,7 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
-            let key = create_key(&store, &site, &label).await?;
+            let key = tally_cli::sites::create_key(&store, &site, &label, now_ms()).await?;
             writeln!(out, "api key (shown once, store it now): {key}")?;
         }
         KeyCommand::List(SiteArg { site }) => {

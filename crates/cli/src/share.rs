@@ -6,10 +6,9 @@ use crate::Target;
 use crate::admin::{RevokeArg, SiteArg, connect, now_ms, one_credential};
 use anyhow::Context;
 use clap::Subcommand;
-use ring::rand::SecureRandom;
 use std::io::Write;
-use tally_core::filter::Filter;
-use tally_core::share::{self, PASSWORD_ITERATIONS, PasswordHash, Share};
+use tally_cli::sites::random;
+use tally_core::share::{Share, ShareSpec};
 
 /// `tally share …`
 #[derive(Subcommand, Debug)]
@@ -45,52 +44,6 @@ pub enum ShareCommand {
     Revoke(RevokeArg),
 }
 
-/// Random bytes from the system.
-fn random<const N: usize>() -> anyhow::Result<[u8; N]> {
-    let mut bytes = [0u8; N];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| anyhow::anyhow!("no randomness available"))?;
-    Ok(bytes)
-}
-
-/// A share's settings checked before anything is stored: the record and
-/// the token (not yet stored).
-fn build(
-    site: &str,
-    label: &str,
-    filter: &str,
-    expires: Option<&str>,
-    password: Option<&str>,
-    now: i64,
-) -> anyhow::Result<(Share, String)> {
-    share::check_label(label)?;
-    // Stored normalised, as the API writes filters back.
-    let filter = Filter::parse(filter.trim())
-        .with_context(|| format!("--filter {filter:?}"))?
-        .to_query();
-    let expires_at = expires
-        .map(|e| share::parse_expiry(e, now))
-        .transpose()
-        .with_context(|| format!("--expires {:?}", expires.unwrap_or_default()))?;
-    let password = password
-        .map(|p| PasswordHash::new(p, &random::<16>()?, PASSWORD_ITERATIONS).map_err(Into::into))
-        .transpose()
-        .map_err(|e: anyhow::Error| e.context("--password"))?;
-    let token = share::token_from_bytes(site, &random::<20>()?);
-    let record = Share {
-        hash: share::hash_token(&token),
-        prefix: share::shown_prefix(&token),
-        label: label.to_owned(),
-        filter,
-        created_at: now,
-        expires_at,
-        password,
-        revoked_at: None,
-    };
-    Ok((record, token))
-}
-
 /// Runs a `tally share` command.
 pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -105,14 +58,13 @@ pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
         } => {
             // Everything is checked before connecting: a bad option stores
             // nothing.
-            let (record, token) = build(
-                &site,
-                &label,
-                &filter,
-                expires.as_deref(),
-                password.as_deref(),
-                now_ms(),
-            )?;
+            let spec = ShareSpec {
+                label,
+                filter,
+                expires,
+                password,
+            };
+            let (record, token) = spec.build(&site, &random()?, &random()?, now_ms())?;
             let store = connect(target).await;
             store
                 .site(&site)

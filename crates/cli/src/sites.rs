@@ -1,0 +1,69 @@
+//! Creating and changing sites and API keys from the command line, over
+//! the same core builders as the console ([`tally_core::site::new_site`],
+//! [`tally_core::site::SiteChange`], [`ApiKeyRecord::new`]), so both write
+//! the same items. Used by `tally site` and `tally key`, and by the tests
+//! that compare the two doors.
+
+use anyhow::Context;
+use tally_core::Millis;
+use tally_core::account::KeyScope;
+use tally_core::auth;
+use tally_core::site::{Site, SiteChange, new_site};
+use tally_store::Store;
+use tally_store::sites::ApiKeyRecord;
+
+/// Random bytes from the system.
+pub fn random<const N: usize>() -> anyhow::Result<[u8; N]> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; N];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("no randomness available"))?;
+    Ok(bytes)
+}
+
+/// Creates a site (`tally site create`): the site as stored and its first
+/// API key (a read key of no console user, shown once).
+pub async fn create_site(
+    store: &Store,
+    id: Option<&str>,
+    domains: &[String],
+    time_zone: &str,
+    settings: &SiteChange,
+    now: Millis,
+) -> anyhow::Result<(Site, String)> {
+    let site = new_site(id, domains, time_zone, settings, now)?;
+    store.create_site(&site).await?;
+    let key = create_key(store, &site.id, "created with the site", now).await?;
+    Ok((site, key))
+}
+
+/// Changes a site's settings (`tally site update`): read, change, write
+/// unless ingest or the job changed the site's shard plan meanwhile; then
+/// again from the new read.
+pub async fn update_site(store: &Store, id: &str, change: &SiteChange) -> anyhow::Result<Site> {
+    for _ in 0..5 {
+        let mut site = store
+            .site_consistent(id)
+            .await?
+            .with_context(|| format!("no site {id:?}"))?;
+        change.apply(&mut site)?;
+        if store.update_site(&site).await? {
+            return Ok(site);
+        }
+    }
+    anyhow::bail!("site {id:?} keeps changing; try again")
+}
+
+/// Makes a new read key for a site and stores its record; returns the key.
+pub async fn create_key(
+    store: &Store,
+    site: &str,
+    label: &str,
+    now: Millis,
+) -> anyhow::Result<String> {
+    let key = auth::key_from_bytes(site, &random::<20>()?);
+    let record = ApiKeyRecord::new(&key, label, None, KeyScope::Read, now)?;
+    store.put_api_key(site, &record).await?;
+    Ok(key)
+}
