@@ -127,7 +127,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
 
     let secret = tally_store::env::salt_secret()?;
-    let console_config = tally_console::Config::new(&secret);
+    // Invitations go to the outbox `/dev/outbox` lists.
+    let console_config = tally_console::Config::new(&secret)
+        .with_mailer(tally_mail::Outbox::in_data_dir(&args.data_dir));
     let app = Arc::new(App {
         ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
         // Metric lines are for CloudWatch; `tally dev` keeps stdout for its
@@ -247,7 +249,8 @@ async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
             return Ok(key);
         }
     }
-    let key = crate::admin::create_key(store, DEMO_SITE, "tally dev").await?;
+    let key =
+        tally_cli::sites::create_key(store, DEMO_SITE, "tally dev", crate::admin::now_ms()).await?;
     std::fs::write(&key_file, &key).with_context(|| format!("writing {}", key_file.display()))?;
     Ok(key)
 }

@@ -1,7 +1,11 @@
 //! How the console runs: the key that hashes client networks for the guess
-//! limits, the request body bound, the issuer shown by authenticator apps.
+//! limits, the request body bound, the issuer shown by authenticator apps,
+//! the public URLs links are made of, and the mailer.
 
+use crate::mail::Mailer;
+use std::sync::Arc;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
+use tally_mail::{MailError, Ses, SesOptions};
 
 /// Largest JSON body a console route reads.
 pub const MAX_BODY: usize = 16 * 1024;
@@ -16,6 +20,15 @@ pub struct Config {
     pub max_body: usize,
     /// The issuer name in `otpauth://` URLs.
     pub issuer: String,
+    /// The ingest function's public URL, for snippets (`INGEST_URL`;
+    /// unset: the request's own origin, as in `tally dev`).
+    pub ingest_url: Option<String>,
+    /// The console's public origin, for invite and shared links
+    /// (`PUBLIC_URL`; unset: the request's own origin).
+    pub public_url: Option<String>,
+    /// Sends invitations (SES when `EMAIL_FROM` is set; the outbox in
+    /// `tally dev`; none: links are only returned).
+    pub mailer: Option<Arc<dyn Mailer>>,
 }
 
 impl Config {
@@ -26,6 +39,32 @@ impl Config {
             network_key: daily_salt(secret, time::Date::MIN),
             max_body: MAX_BODY,
             issuer: "Tally".to_owned(),
+            ingest_url: None,
+            public_url: None,
+            mailer: None,
         }
+    }
+
+    /// [`Config::new`] with what the environment sets: `INGEST_URL`,
+    /// `PUBLIC_URL`, and SES as the mailer when `EMAIL_FROM` is set.
+    pub async fn from_env(secret: &Secret) -> Result<Self, MailError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let mailer: Option<Arc<dyn Mailer>> = match SesOptions::from_env() {
+            Some(options) => Some(Arc::new(Ses::connect(&options).await?)),
+            None => None,
+        };
+        Ok(Self {
+            ingest_url: var("INGEST_URL"),
+            public_url: var("PUBLIC_URL"),
+            mailer,
+            ..Self::new(secret)
+        })
+    }
+
+    /// This configuration sending mail with `mailer`.
+    #[must_use]
+    pub fn with_mailer(mut self, mailer: impl Mailer + 'static) -> Self {
+        self.mailer = Some(Arc::new(mailer));
+        self
     }
 }

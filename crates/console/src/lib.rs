@@ -7,7 +7,11 @@
 //! - `POST login {email, password}`, `POST login/totp {challenge, code}`,
 //!   `POST logout` ([`login`]);
 //! - `GET me`, `GET sessions`, `DELETE sessions/{id}`,
-//!   `POST totp/setup|enable|disable`, `PUT settings` ([`account`]).
+//!   `POST totp/setup|enable|disable`, `PUT settings` ([`account`]);
+//! - sites and everything the CLI configures, with roles, invitations and
+//!   an audit log ([`sites`], [`goals`], [`credentials`], [`members`],
+//!   [`audit`]; bodies in [`site_body`]; who may do what decided once, in
+//!   [`permit`]): listed below.
 //!
 //! Every route but setup and login needs the `tally_session` cookie
 //! ([`auth`]); a state-changing one also `x-csrf-token` and, when it
@@ -18,25 +22,81 @@
 //! [`ConsoleStore`] port and a clock; `main.rs` wires it to `lambda_http`;
 //! [`error`] is the one place errors become responses.
 //!
+//! # Site routes
+//!
+//! Errors are `{"error": {"code", "message"}}`: 401 `not_signed_in` (no
+//! session) or `invalid_api_key`; 403 `forbidden` (the role or key scope
+//! does not allow it, a key of another site, not a member), `csrf`,
+//! `totp_required`; 404 `site_not_found` (after the role check), 400 with
+//! a code per field (`invalid_domain`, `invalid_timezone`, …), 409
+//! `site_exists`, `goal_exists`, `funnel_exists`, `last_owner`,
+//! `email_taken`; 410 `invite_invalid`. A role is `"viewer"`, `"admin"`
+//! or `"owner"`; times are Unix milliseconds. The role each needs:
+//! read (R: viewer), configure (C: admin, or a `configure` API key as
+//! `Authorization: Bearer tk_…`), owner (O). Keys never manage keys,
+//! members or invites.
+//!
+//! | route | role | request | response |
+//! | --- | --- | --- | --- |
+//! | `GET sites` | signed in | — | `{sites: [Site]}` |
+//! | `POST sites` | instance owner | `{domains: [..], timezone?: "UTC", id?, retention_days?, history_days?, exclude_networks?, exclude_paths?}` | 201 `Site` (the creator is its owner) |
+//! | `GET sites/{site}` | R | — | `Site` = `{id, domains, timezone, retention_days, history_days, exclude_networks, exclude_paths, created_at, role}` |
+//! | `PATCH sites/{site}` | C | any of `{domains, timezone, exclude_networks, exclude_paths, retention_days, history_days}` (a list replaces; `[]` clears) | `Site` |
+//! | `DELETE sites/{site}` | O | — | `{ok: true}` |
+//! | `GET sites/{site}/snippet` | R | — | `{snippet, ingest_url}` |
+//! | `GET sites/{site}/first-pageview` | R | — | `{seen: bool, hours: 3}` |
+//! | `GET sites/{site}/goals` | R | — | `{goals: [Goal]}`, `Goal` = `{id, name, rule: {type: "page", pattern, matching: "exact"\|"wildcard"\|"regex"} \| {type: "event", name}, created_at}` |
+//! | `POST sites/{site}/goals` | C | `{event?, page?, name?, matching?}` (one of event, page) | 201 `Goal` |
+//! | `DELETE sites/{site}/goals/{id}` | C | — | `{ok: true}` |
+//! | `GET sites/{site}/funnels` | R | — | `{funnels: [Funnel]}`, `Funnel` = `{id, name, steps: [{type: "page", pattern} \| {type: "event", name}, prop?: [k, v]], mode, created_at}` |
+//! | `POST sites/{site}/funnels` | C | `{name, steps: ["/pricing", "event:Signup plan=pro"], strict?: false}` | 201 `Funnel` |
+//! | `DELETE sites/{site}/funnels/{id}` | C | — | `{ok: true}` |
+//! | `GET sites/{site}/shares` | C | — | `{shares: [Share]}`, `Share` = `{id, prefix, label, filter, created_at, expires_at, password: bool, revoked_at}` |
+//! | `POST sites/{site}/shares` | C | `{label?, filter?, expires?: "30d"\|"2027-01-31", password?}` | 201 `{link, token, share: Share}` (shown once) |
+//! | `DELETE sites/{site}/shares/{id}` | C | — | `{ok: true}` (revoked) |
+//! | `GET sites/{site}/keys` | C, people | — | `{keys: [Key]}`, `Key` = `{id, prefix, label, scope: "read"\|"configure", owner, created_at, revoked_at}` |
+//! | `POST sites/{site}/keys` | C, people | `{label?, scope?: "read"}` | 201 `{key, item: Key}` (shown once) |
+//! | `DELETE sites/{site}/keys/{id}` | C, people (an admin: own keys) | — | `{ok: true}` (revoked) |
+//! | `GET sites/{site}/members` | O | — | `{members: [{uid, email, role}]}` |
+//! | `GET sites/{site}/members/{uid}` | O | — | `{uid, email, role}` |
+//! | `PATCH sites/{site}/members/{uid}` | O | `{role}` | `{uid, email, role}` (not the last owner) |
+//! | `DELETE sites/{site}/members/{uid}` | O | — | `{ok: true}` (not the last owner) |
+//! | `GET sites/{site}/invites` | O | — | `{invites: [Invite]}`, `Invite` = `{id, role, email, created, expires, by}` |
+//! | `POST sites/{site}/invites` | O, people | `{role, email?}` | 201 `{link, token: "ti_…", mailed: bool, invite: Invite}` |
+//! | `DELETE sites/{site}/invites/{id}` | O | — | `{ok: true}` |
+//! | `POST invites/accept` | anyone with the token | `{token, email?, password?}` | `me` (a new user: with the session cookie) |
+//! | `GET sites/{site}/audit?limit=50&before=` | O | — | `{entries: [{at, nonce, actor, actor_email, action, target, detail}], next}` |
+//!
 //! `GET /console` serves the console page ([`page`]): the browser side of
 //! these routes, hash-routed, under a strict CSP.
 
 pub mod account;
+pub mod audit;
 pub mod auth;
 pub mod body;
 pub mod config;
+pub mod credentials;
 pub mod error;
+pub mod goals;
 pub mod guard;
 pub mod login;
+pub mod mail;
+pub mod members;
 pub mod page;
+pub mod permit;
+pub mod site_body;
+pub mod site_store;
+pub mod sites;
 pub mod store;
 
 pub use crate::config::Config;
+pub use crate::site_store::SiteStore;
 pub use crate::store::ConsoleStore;
 
 use crate::error::{ConsoleError, error_response};
 use lambda_http::http::header::HeaderValue;
 use lambda_http::{Body, Request, Response};
+use tally_core::Millis;
 use tally_store::clock::Clock;
 
 /// The path every console route is under.
@@ -66,6 +126,147 @@ impl Route<'_> {
             self,
             Self::Logout | Self::Me | Self::TotpSetup | Self::TotpEnable
         )
+    }
+}
+
+/// What a site route works on: a collection under `sites/{site}/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Collection {
+    Goals,
+    Funnels,
+    Shares,
+    Keys,
+    Members,
+    Invites,
+}
+
+/// A site route (`sites…`, `invites/accept`), by method and path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SiteRoute<'a> {
+    List,
+    Create,
+    Get(&'a str),
+    Update(&'a str),
+    Delete(&'a str),
+    Snippet(&'a str),
+    FirstPageview(&'a str),
+    Audit(&'a str),
+    Items(&'a str, Collection),
+    AddItem(&'a str, Collection),
+    Item(&'a str, Collection, &'a str),
+    ChangeItem(&'a str, Collection, &'a str),
+    RemoveItem(&'a str, Collection, &'a str),
+    AcceptInvite,
+}
+
+fn method_not_allowed(allowed: &str) -> ConsoleError {
+    ConsoleError::new(405, "method_not_allowed", format!("use {allowed}"))
+}
+
+/// The site route of a method and path, if the path is one.
+fn site_route<'a>(
+    method: &str,
+    segments: &[&'a str],
+) -> Option<Result<SiteRoute<'a>, ConsoleError>> {
+    let collection = |name: &str| match name {
+        "goals" => Some(Collection::Goals),
+        "funnels" => Some(Collection::Funnels),
+        "shares" => Some(Collection::Shares),
+        "keys" => Some(Collection::Keys),
+        "members" => Some(Collection::Members),
+        "invites" => Some(Collection::Invites),
+        _ => None,
+    };
+    let route = match (segments, method) {
+        (["invites", "accept"], "POST") => SiteRoute::AcceptInvite,
+        (["invites", "accept"], _) => return Some(Err(method_not_allowed("POST"))),
+        (["sites"], "GET") => SiteRoute::List,
+        (["sites"], "POST") => SiteRoute::Create,
+        (["sites"], _) => return Some(Err(method_not_allowed("GET or POST"))),
+        (["sites", site], "GET") => SiteRoute::Get(site),
+        (["sites", site], "PATCH") => SiteRoute::Update(site),
+        (["sites", site], "DELETE") => SiteRoute::Delete(site),
+        (["sites", _], _) => return Some(Err(method_not_allowed("GET, PATCH or DELETE"))),
+        (["sites", site, "snippet"], "GET") => SiteRoute::Snippet(site),
+        (["sites", site, "first-pageview"], "GET") => SiteRoute::FirstPageview(site),
+        (["sites", site, "audit"], "GET") => SiteRoute::Audit(site),
+        (["sites", _, "snippet" | "first-pageview" | "audit"], _) => {
+            return Some(Err(method_not_allowed("GET")));
+        }
+        (["sites", site, name], method) => {
+            let c = collection(name)?;
+            match method {
+                "GET" => SiteRoute::Items(site, c),
+                "POST" if c != Collection::Members => SiteRoute::AddItem(site, c),
+                _ if c == Collection::Members => return Some(Err(method_not_allowed("GET"))),
+                _ => return Some(Err(method_not_allowed("GET or POST"))),
+            }
+        }
+        (["sites", site, name, id], method) => {
+            let c = collection(name)?;
+            match (c, method) {
+                (_, "DELETE") => SiteRoute::RemoveItem(site, c, id),
+                (Collection::Members, "GET") => SiteRoute::Item(site, c, id),
+                (Collection::Members, "PATCH") => SiteRoute::ChangeItem(site, c, id),
+                (Collection::Members, _) => {
+                    return Some(Err(method_not_allowed("GET, PATCH or DELETE")));
+                }
+                _ => return Some(Err(method_not_allowed("DELETE"))),
+            }
+        }
+        _ => return None,
+    };
+    Some(Ok(route))
+}
+
+/// Runs a site route.
+async fn dispatch_site<S: SiteStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    route: SiteRoute<'_>,
+    now: Millis,
+) -> Result<Response<Body>, ConsoleError> {
+    use Collection as C;
+    let (s, r) = (store, request);
+    match route {
+        SiteRoute::List => sites::list(s, r, now).await,
+        SiteRoute::Create => sites::create(s, config, r, now).await,
+        SiteRoute::Get(site) => sites::get(s, r, site, now).await,
+        SiteRoute::Update(site) => sites::update(s, config, r, site, now).await,
+        SiteRoute::Delete(site) => sites::delete(s, r, site, now).await,
+        SiteRoute::Snippet(site) => sites::snippet_of(s, config, r, site, now).await,
+        SiteRoute::FirstPageview(site) => sites::first_pageview(s, r, site, now).await,
+        SiteRoute::Audit(site) => audit::list(s, r, site, now).await,
+        SiteRoute::AcceptInvite => members::accept(s, config, r, now).await,
+        SiteRoute::Items(site, c) => match c {
+            C::Goals => goals::goals(s, r, site, now).await,
+            C::Funnels => goals::funnels(s, r, site, now).await,
+            C::Shares => credentials::shares(s, r, site, now).await,
+            C::Keys => credentials::keys(s, r, site, now).await,
+            C::Members => members::members(s, r, site, now).await,
+            C::Invites => members::invites(s, r, site, now).await,
+        },
+        SiteRoute::AddItem(site, c) => match c {
+            C::Goals => goals::add_goal(s, config, r, site, now).await,
+            C::Funnels => goals::add_funnel(s, config, r, site, now).await,
+            C::Shares => credentials::add_share(s, config, r, site, now).await,
+            C::Keys => credentials::add_key(s, config, r, site, now).await,
+            C::Invites => members::invite(s, config, r, site, now).await,
+            C::Members => Err(method_not_allowed("GET")),
+        },
+        SiteRoute::Item(site, _, uid) => members::member(s, r, site, uid, now).await,
+        SiteRoute::ChangeItem(site, _, uid) => {
+            members::set_role(s, config, r, site, uid, now).await
+        }
+        SiteRoute::RemoveItem(site, c, id) => match c {
+            C::Goals => goals::remove_goal(s, r, site, id, now).await,
+            C::Funnels => goals::remove_funnel(s, r, site, id, now).await,
+            C::Shares => credentials::revoke_share(s, r, site, id, now).await,
+            C::Keys => credentials::revoke_key(s, r, site, id, now).await,
+            C::Members => members::remove(s, r, site, id, now).await,
+            C::Invites => members::revoke_invite(s, r, site, id, now).await,
+        },
     }
 }
 
@@ -110,7 +311,7 @@ fn route<'a>(method: &str, segments: &[&'a str]) -> Result<Route<'a>, ConsoleErr
 }
 
 /// Handles one request under [`PREFIX`].
-pub async fn handle<S: ConsoleStore, C: Clock>(
+pub async fn handle<S: SiteStore, C: Clock>(
     store: &S,
     clock: &C,
     config: &Config,
@@ -135,7 +336,7 @@ pub async fn handle<S: ConsoleStore, C: Clock>(
     response
 }
 
-async fn dispatch<S: ConsoleStore, C: Clock>(
+async fn dispatch<S: SiteStore, C: Clock>(
     store: &S,
     clock: &C,
     config: &Config,
@@ -146,8 +347,11 @@ async fn dispatch<S: ConsoleStore, C: Clock>(
         .strip_prefix(PREFIX)
         .ok_or_else(|| ConsoleError::not_found("not_found", "no such console route"))?;
     let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-    let route = route(request.method().as_str(), &segments)?;
     let now = clock.now();
+    if let Some(site_route) = site_route(request.method().as_str(), &segments) {
+        return dispatch_site(store, config, request, site_route?, now).await;
+    }
+    let route = route(request.method().as_str(), &segments)?;
     match route {
         Route::SetupNeeded => return login::setup_needed(store).await,
         Route::Setup => return login::setup(store, config, request, now).await,
@@ -189,5 +393,32 @@ mod tests {
         assert_eq!(route("GET", &["login"]).map_err(|e| e.status), Err(405));
         assert_eq!(route("GET", &["nope"]).map_err(|e| e.status), Err(404));
         assert_eq!(route("POST", &["settings"]).map_err(|e| e.status), Err(405));
+    }
+
+    #[test]
+    fn routes_site_paths() {
+        let r = |m: &str, p: &[&'static str]| site_route(m, p).map(|r| r.map_err(|e| e.status));
+        assert_eq!(r("GET", &["sites"]), Some(Ok(SiteRoute::List)));
+        assert_eq!(r("POST", &["sites"]), Some(Ok(SiteRoute::Create)));
+        assert_eq!(
+            r("PATCH", &["sites", "a"]),
+            Some(Ok(SiteRoute::Update("a")))
+        );
+        assert_eq!(
+            r("POST", &["sites", "a", "goals"]),
+            Some(Ok(SiteRoute::AddItem("a", Collection::Goals)))
+        );
+        assert_eq!(
+            r("PATCH", &["sites", "a", "members", "u"]),
+            Some(Ok(SiteRoute::ChangeItem("a", Collection::Members, "u")))
+        );
+        assert_eq!(r("PATCH", &["sites", "a", "goals", "g"]), Some(Err(405)));
+        assert_eq!(r("POST", &["sites", "a", "members"]), Some(Err(405)));
+        assert_eq!(r("GET", &["sites", "a", "nope"]), None);
+        assert_eq!(
+            r("POST", &["invites", "accept"]),
+            Some(Ok(SiteRoute::AcceptInvite))
+        );
+        assert_eq!(r("GET", &["me"]), None);
     }
 }

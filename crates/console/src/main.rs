@@ -11,7 +11,7 @@ async fn main() -> Result<(), Error> {
     tally_lambda::logging::init_tracing();
     let store =
         Arc::new(Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await);
-    let config = Arc::new(Config::new(&tally_store::env::salt_secret()?));
+    let config = Arc::new(Config::from_env(&tally_store::env::salt_secret()?).await?);
     run(service_fn(move |request: Request| {
         let (store, config) = (store.clone(), config.clone());
         async move { Ok::<_, Error>(handle(&*store, &SystemClock, &config, request).await) }
