@@ -27,12 +27,13 @@ struct Listing {
     messages: Vec<StoredMessage>,
 }
 
-fn list(outbox: &Outbox) -> Result<Vec<StoredMessage>, Response> {
+/// The outbox's messages, or the 500 answered when it cannot be read.
+fn list(outbox: &Outbox) -> Result<Vec<StoredMessage>, Box<Response>> {
     outbox.list().map_err(|e| {
         tracing::warn!(error = %e, "reading the outbox");
         let mut r = "the outbox could not be read".into_response();
         *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-        r
+        Box::new(r)
     })
 }
 
@@ -51,7 +52,7 @@ fn private(mut response: Response, content_type: &'static str) -> Response {
 async fn json(State(outbox): State<Arc<Outbox>>) -> Response {
     let messages = match list(&outbox) {
         Ok(m) => m,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let body = serde_json::to_string(&Listing { messages }).unwrap_or_default();
     private(body.into_response(), "application/json")
@@ -60,7 +61,7 @@ async fn json(State(outbox): State<Arc<Outbox>>) -> Response {
 async fn page(State(outbox): State<Arc<Outbox>>) -> Response {
     let messages = match list(&outbox) {
         Ok(m) => m,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     private(
         render(&messages, &outbox.dir().display().to_string()).into_response(),
