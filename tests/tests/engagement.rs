@@ -5,8 +5,8 @@
 //! one view, a page seen twice in a visit and views with no beacon. The
 //! test assigns each beacon to its page view itself and counts per page;
 //! the page rows' `time_on_page` and `scroll_depth` equal that count from
-//! raw events, from rollups, from segments, through Stats API v2 and in
-//! the dashboard's pages panel.
+//! raw events, from rollups, from segments and in the dashboard's pages
+//! panel, and through Stats API v2 per visit, as Plausible counts them.
 
 #![allow(clippy::unwrap_used)]
 
@@ -82,6 +82,10 @@ struct PageCount {
     engaged: u64,
     ms: u64,
     scroll: u64,
+    /// Visits with an engaged view of the page, and the sum of each one's
+    /// deepest scroll on it (Plausible's base).
+    engaged_visits: u64,
+    visit_scroll: u64,
 }
 
 impl PageCount {
@@ -99,6 +103,18 @@ impl PageCount {
             return Value::Null;
         }
         json!((2 * self.scroll + self.engaged) / (2 * self.engaged))
+    }
+
+    /// Plausible's: engaged seconds and deepest scroll per engaged visit.
+    fn per_visit(&self) -> (Value, Value) {
+        let n = self.engaged_visits;
+        if n == 0 {
+            return (Value::Null, Value::Null);
+        }
+        (
+            json!((2 * self.ms + n * 1000) / (2 * n * 1000)),
+            json!((2 * self.visit_scroll + n) / (2 * n)),
+        )
     }
 }
 
@@ -150,6 +166,8 @@ fn reference(days: std::ops::Range<i64>) -> BTreeMap<&'static str, PageCount> {
                     }
                 }
             }
+            // The deepest scroll of the visit's engaged views, per page.
+            let mut visit: BTreeMap<&'static str, u64> = BTreeMap::new();
             for (path, engagement) in views {
                 let c = pages.entry(path).or_default();
                 c.views += 1;
@@ -157,7 +175,14 @@ fn reference(days: std::ops::Range<i64>) -> BTreeMap<&'static str, PageCount> {
                     c.engaged += 1;
                     c.ms += ms;
                     c.scroll += scroll;
+                    let deepest = visit.entry(path).or_default();
+                    *deepest = (*deepest).max(scroll);
                 }
+            }
+            for (path, deepest) in visit {
+                let c = pages.entry(path).or_default();
+                c.engaged_visits += 1;
+                c.visit_scroll += deepest;
             }
         }
     }
@@ -332,7 +357,15 @@ async fn time_on_page_and_scroll_depth_equal_a_reference_count_from_every_source
             )
         })
         .collect();
-    assert_eq!(v2_rows, expected(&all), "Stats API v2");
+    let per_visit: BTreeMap<String, (Value, Value, Value)> = all
+        .iter()
+        .map(|(path, c)| {
+            let (time, scroll) = c.per_visit();
+            ((*path).to_owned(), (json!(c.views), time, scroll))
+        })
+        .collect();
+    assert_eq!(v2_rows, per_visit, "Stats API v2, per visit");
+    assert_ne!(per_visit, expected(&all), "a page seen twice in a visit");
 
     let dashboard = api
         .get(&Config::default(), &format!("dashboard?{range}"))

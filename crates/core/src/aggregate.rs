@@ -49,7 +49,8 @@ pub struct Metrics {
     /// Sum of custom event values.
     #[serde(rename = "v", default, skip_serializing_if = "is_zero_f")]
     pub value: f64,
-    /// Pages only: engaged ms of its page views that sent engagement.
+    /// Engaged ms of its page views that sent engagement (on totals and
+    /// visit-level rows: of the visits' counted page views).
     #[serde(rename = "te", default, skip_serializing_if = "is_zero")]
     pub engaged_ms: u64,
     /// Pages only: page views that sent engagement (the base of
@@ -59,6 +60,14 @@ pub struct Metrics {
     /// Pages only: sum of each engaged page view's deepest scroll, percent.
     #[serde(rename = "ss", default, skip_serializing_if = "is_zero")]
     pub scroll_sum: u64,
+    /// Visits with a counted page view on the row that sent engagement
+    /// (Plausible's base of `time_on_page` and `scroll_depth`: engagement
+    /// per visit, not per page view); not on event, goal and property rows.
+    #[serde(rename = "ev", default, skip_serializing_if = "is_zero")]
+    pub engaged_visits: u64,
+    /// Sum over those visits of their deepest scroll on the row, percent.
+    #[serde(rename = "vs", default, skip_serializing_if = "is_zero")]
+    pub visit_scroll_sum: u64,
     /// Goals only: the revenue its conversions carried, per currency.
     #[serde(rename = "r", default, skip_serializing_if = "BTreeMap::is_empty")]
     pub revenue: BTreeMap<String, RevenueSum>,
@@ -105,7 +114,7 @@ impl Metrics {
     }
 
     /// Every count, in [`Metrics::counts_mut`]'s order.
-    fn counts(&self) -> [u64; 10] {
+    fn counts(&self) -> [u64; 12] {
         [
             self.visitors,
             self.visits,
@@ -117,10 +126,12 @@ impl Metrics {
             self.engaged_ms,
             self.engaged_views,
             self.scroll_sum,
+            self.engaged_visits,
+            self.visit_scroll_sum,
         ]
     }
 
-    fn counts_mut(&mut self) -> [&mut u64; 10] {
+    fn counts_mut(&mut self) -> [&mut u64; 12] {
         [
             &mut self.visitors,
             &mut self.visits,
@@ -132,6 +143,8 @@ impl Metrics {
             &mut self.engaged_ms,
             &mut self.engaged_views,
             &mut self.scroll_sum,
+            &mut self.engaged_visits,
+            &mut self.visit_scroll_sum,
         ]
     }
 }
@@ -303,6 +316,28 @@ mod tests {
         assert_eq!(crate::query::metric::scroll_depth(&pages["/x"]), Some(30));
         assert_eq!(crate::query::metric::time_on_page(&pages["/y"]), Some(7));
         assert_eq!(pages["/z"].engaged_views, 0);
+        // Per visit (Plausible's): tab a's two page views of `/` are one
+        // visit; the totals hold each visit's engagement once.
+        let per_visit = |m: &Metrics| (m.engaged_visits, m.visit_scroll_sum);
+        assert_eq!(per_visit(home), (1, 80));
+        let mut twice = events.clone();
+        twice.push(ev(Kind::PageView, 6_000, "a", "/"));
+        twice.push(engaged(7_000, "a", "/", 1_000, 20));
+        let again = fold(
+            &sessions(&twice, &Zone::utc()),
+            &spec(&[Dimension::Page], &filter, None),
+            |_| Some(()),
+        );
+        let home_again = &again[&()].dims[&Dimension::Page]["/"];
+        assert_eq!(
+            (home_again.engaged_views, home_again.scroll_sum),
+            (2, 100),
+            "per page view"
+        );
+        assert_eq!(per_visit(home_again), (1, 80), "per visit");
+        let totals = &out[&()].totals;
+        assert_eq!(per_visit(totals), (2, 80 + 60));
+        assert_eq!(totals.engaged_ms, 6_000 + 10_000 + 7_000);
         // Rollups keep them: they survive the stored form.
         let back: Aggregate =
             serde_json::from_str(&serde_json::to_string(&out[&()]).unwrap()).unwrap();

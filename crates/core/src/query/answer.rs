@@ -303,6 +303,14 @@ fn figures(
                 let rate = metric.exact(m, scope).unwrap_or(0.0);
                 return Figure::Number(metric::round_to(rate, 2));
             }
+            if matches!(metric, Metric::TimeOnPage | Metric::ScrollDepth)
+                && q.convention == Convention::Plausible
+            {
+                // Plausible's engagement is per visit.
+                return metric
+                    .per_visit(m)
+                    .map_or(Figure::Null, |x| Figure::Count(x.round() as u64));
+            }
             if *metric == Metric::BounceRate && q.convention == Convention::Plausible {
                 // Plausible's bounce rate is a whole percent
                 // (`toUInt32(round(…))`).

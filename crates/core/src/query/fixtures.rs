@@ -100,6 +100,9 @@ pub fn day1() -> Aggregate {
         engaged_ms: 12_000,
         engaged_views: 2,
         scroll_sum: 90,
+        // One visit sent both page views' engagement (Plausible's base).
+        engaged_visits: 1,
+        visit_scroll_sum: 50,
         ..m(2, 3, 6, 1, 0, 0)
     };
     let pricing = Metrics {

@@ -153,6 +153,20 @@ impl Metric {
         }
     }
 
+    /// Plausible's `time_on_page` (seconds) and `scroll_depth` (percent):
+    /// per visit, not per page view, over the visits whose counted page
+    /// views on the row sent engagement (the engaged time they add up to,
+    /// the mean of each visit's deepest scroll), on every row but event,
+    /// goal and property rows; `None` without such visits or for another
+    /// metric.
+    pub fn per_visit(self, m: &Metrics) -> Option<f64> {
+        match self {
+            Self::TimeOnPage => quotient(m.engaged_ms, m.engaged_visits).map(|ms| ms / 1000.0),
+            Self::ScrollDepth => quotient(m.visit_scroll_sum, m.engaged_visits),
+            _ => None,
+        }
+    }
+
     /// The change from a previous range's value to the current one, as
     /// `rule` states it (Tally's from exact values, Plausible's from the
     /// values it shows); `None` (null) when the previous range has no value

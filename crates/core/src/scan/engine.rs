@@ -300,7 +300,7 @@ pub(crate) struct VisitView<'a> {
     pub scols: &'a [u32],
 }
 
-/// A kept visit, as the second pass needs it (48 bytes: a day holds one
+/// A kept visit, as the second pass needs it (56 bytes: a day holds one
 /// per visit; offsets into a day's buffers and a visit's counts fit 32
 /// bits, and a visit lasts at most a day and its spill).
 #[derive(Debug, Clone)]
@@ -309,6 +309,9 @@ struct Visit {
     pageviews: u32,
     events: u32,
     duration_ms: u32,
+    /// Engaged ms of its counted page views (Plausible's time on page of
+    /// the totals and of visit rows).
+    engaged_ms: u32,
     ids_at: u32,
     values_at: u32,
     revenue_at: u32,
@@ -321,6 +324,9 @@ struct Visit {
     /// `entries` count.
     entered: u8,
     reach: u8,
+    /// The deepest scroll of its counted page views + 1 (0 when none sent
+    /// engagement).
+    scroll: u8,
 }
 
 /// A buffer position as a visit keeps it.
@@ -410,6 +416,10 @@ struct Cell {
     last_visitor: Option<u64>,
     /// The last visit counted, numbered from 1 (0: none yet in this bucket).
     last_visit: usize,
+    /// The last visit with engagement on the cell, and its deepest scroll
+    /// so far.
+    engaged_visit: usize,
+    visit_scroll: u64,
 }
 
 /// One dimension's cells for the bucket being counted: a cell per id
@@ -447,6 +457,24 @@ impl Cells {
             cell.m.visits += 1;
         }
         &mut cell.m
+    }
+
+    /// A page view of visit `visit` on `id`'s cell (already counted by
+    /// [`Cells::visit`]) sent engagement scrolling to `depth`: the visit
+    /// counts once among the cell's engaged visits, with its deepest
+    /// scroll on it.
+    fn engaged(&mut self, id: u32, visit: usize, depth: u64) {
+        let at = self.slot_of[(id & ID_MASK) as usize] as usize;
+        let cell = &mut self.cells[at];
+        if cell.engaged_visit != visit {
+            cell.engaged_visit = visit;
+            cell.visit_scroll = depth;
+            cell.m.engaged_visits += 1;
+            cell.m.visit_scroll_sum += depth;
+        } else if depth > cell.visit_scroll {
+            cell.m.visit_scroll_sum += depth - cell.visit_scroll;
+            cell.visit_scroll = depth;
+        }
     }
 
     /// The touched cells' counts by id; the cells are reset.
@@ -501,7 +529,12 @@ fn reads_goals(spec: &FoldSpec<'_>) -> bool {
 /// The columns a spec reads.
 pub(crate) fn projection(spec: &ScanSpec<'_>) -> Projection {
     let fold = &spec.fold;
-    let mut p = Projection::default();
+    // Paths always: an engagement beacon belongs to the latest page view of
+    // its page, so a visit's engagement is the same whatever else is read.
+    let mut p = Projection {
+        path: true,
+        ..Projection::default()
+    };
     let filter_dims = fold.filter.predicates.iter().map(|p| p.dimension);
     for d in fold.dims.iter().copied().chain(filter_dims) {
         if d.level() == Level::Session && session_column(d).is_some() && !p.scols.contains(&d) {
@@ -716,10 +749,11 @@ impl<'s> Engine<'s> {
         true
     }
 
-    /// Whether encoding a visit reads its rows beyond the first: event-level
+    /// Whether encoding a visit tests its rows one by one: event-level
     /// predicates or goal filters, page, event or goal breakdowns,
-    /// properties, a funnel. Else a visit's [`Facts`] and its first row are
-    /// all it reads.
+    /// properties, a funnel. Else every row counts, and a visit's
+    /// [`Facts`] and its first row are all its counts read (its engagement
+    /// reads its page views and beacons).
     pub(crate) fn needs_rows(&self) -> bool {
         self.filter.has.contains(&true)
             || !self.filter.goals.is_empty()
@@ -732,18 +766,6 @@ impl<'s> Engine<'s> {
             || !self.steps.is_empty()
     }
 
-    /// Whether encoding a visit reads its first row (a visit-level column,
-    /// its channel or device), when it does not read them all.
-    pub(crate) fn needs_first_row(&self) -> bool {
-        let reads = |src: &Src| !matches!(src, Src::Entry | Src::Exit);
-        self.needs_rows()
-            || self
-                .slots
-                .iter()
-                .any(|s| matches!(s, Slot::Session(src, _) if reads(src)))
-            || self.filter.session.iter().any(|(src, _)| reads(src))
-    }
-
     /// The first pass for one visit (its rows in order, at least one):
     /// dropped when it is engagement beacons only or the filter drops it,
     /// else encoded into `p` under bucket `k`.
@@ -753,9 +775,8 @@ impl<'s> Engine<'s> {
         }
     }
 
-    /// [`Engine::add`] with the visit's [`Facts`] known: its rows may be
-    /// its first only unless [`Engine::needs_rows`], none unless
-    /// [`Engine::needs_first_row`].
+    /// [`Engine::add`] with the visit's [`Facts`] known (its rows are all
+    /// its events).
     pub(crate) fn add_facts<K>(
         &mut self,
         d: &Dicts,
@@ -801,6 +822,27 @@ impl<'s> Engine<'s> {
             (n(PAGE), n(CUSTOM))
         };
         let (entry, exit) = (f.entry, f.exit);
+        // Each page view's engagement, and the visit's over its counted
+        // page views.
+        engagement(rows, &mut self.scratch, &mut self.latest);
+        let (mut engaged_ms, mut scroll) = (0_u64, 0_u64);
+        let counted = self.flags.is_empty().then_some(PAGE);
+        let flags = rows
+            .iter()
+            .enumerate()
+            .map(|(i, _)| counted.unwrap_or_else(|| self.flags[i]));
+        for (n, (_, f)) in rows
+            .iter()
+            .zip(flags)
+            .filter(|(r, _)| r.kind == Kind::PageView)
+            .enumerate()
+        {
+            let (ms, depth) = self.scratch.get(n).copied().unwrap_or((0, 0));
+            if f == PAGE && depth > 0 {
+                engaged_ms = engaged_ms.saturating_add(ms);
+                scroll = scroll.max(depth);
+            }
+        }
         let entered = if self.flags.is_empty() {
             f.pageviews > 0
         } else {
@@ -829,6 +871,8 @@ impl<'s> Engine<'s> {
             bounce: u8::from(f.bounce),
             entered: u8::from(entered),
             duration_ms: u32::try_from(f.duration_ms).unwrap_or(u32::MAX),
+            engaged_ms: u32::try_from(engaged_ms).unwrap_or(u32::MAX),
+            scroll: u8::try_from(scroll).unwrap_or(u8::MAX),
             ids_at: at32(p.ids.len()),
             values_at: at32(p.values.len()),
             revenue_at: at32(p.revenue.len()),
@@ -847,7 +891,6 @@ impl<'s> Engine<'s> {
                 Slot::Page => {
                     let at = p.ids.len();
                     p.ids.push(0);
-                    engagement(rows, &mut self.scratch, &mut self.latest);
                     for (n, (r, f)) in pages_with(rows, &self.flags).enumerate() {
                         let entry = n == 0;
                         let engagement = self.scratch[n];
@@ -990,6 +1033,7 @@ impl<'s> Engine<'s> {
                 totals.entries += u64::from(v.entered);
                 totals.duration_ms = totals.duration_ms.saturating_add(u64::from(v.duration_ms));
                 totals.events += u64::from(v.events);
+                add_engagement(&mut totals, v);
                 self.add_cells(d, p, &keys, i as usize);
             }
             if !self.steps.is_empty() {
@@ -1033,6 +1077,7 @@ impl<'s> Engine<'s> {
                         m.bounces += u64::from(v.bounce);
                         m.duration_ms = m.duration_ms.saturating_add(u64::from(v.duration_ms));
                         m.events += u64::from(v.events);
+                        add_engagement(m, v);
                         m.entries += if dim == Dimension::EntryPage {
                             1
                         } else {
@@ -1061,6 +1106,9 @@ impl<'s> Engine<'s> {
                             m.entries += 1;
                             m.bounces += u64::from(v.bounce);
                             m.duration_ms = m.duration_ms.saturating_add(u64::from(v.duration_ms));
+                        }
+                        if scroll > 0 {
+                            cells.engaged(id, visit, scroll - 1);
                         }
                     }
                     at += 1 + n;
@@ -1261,6 +1309,16 @@ fn prop_ids<'p, K>(
                 .map_or(none, |(_, v)| *v);
             if e.page { id | ENTRY } else { id }
         })
+}
+
+/// A visit's engagement on a row it counts on as a whole (the totals, a
+/// visit-level value): its engaged time, and once its deepest scroll.
+fn add_engagement(m: &mut Metrics, v: &Visit) {
+    m.engaged_ms = m.engaged_ms.saturating_add(u64::from(v.engaged_ms));
+    if v.scroll > 0 {
+        m.engaged_visits += 1;
+        m.visit_scroll_sum += u64::from(v.scroll - 1);
+    }
 }
 
 /// How many entries were pushed after position `at`.

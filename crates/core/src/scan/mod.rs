@@ -669,19 +669,14 @@ pub(crate) fn fold_sessions<'s, K: Ord + Copy>(
     };
     let mut dicts = Dicts::new(projection(&spec));
     let mut engine = Engine::new(&spec, &mut dicts);
-    // Only the first event of each visit is read, or none, unless the spec
-    // reads more (the visit's counts are the session's).
-    let read = if engine.needs_rows() {
-        usize::MAX
-    } else {
-        usize::from(engine.needs_first_row())
-    };
+    // Every event of each visit is read: a visit's engagement comes from
+    // its page views and beacons (its other counts are the session's).
     let mut pending = Pending::default();
     let mut hour = Hour::default();
     for s in sessions {
         let Some(k) = bucket(s) else { continue };
         hour.clear();
-        for (i, e) in s.events.iter().take(read).enumerate() {
+        for (i, e) in s.events.iter().enumerate() {
             let read = Read {
                 tab: false,
                 first: i == 0,
@@ -690,11 +685,10 @@ pub(crate) fn fold_sessions<'s, K: Ord + Copy>(
             };
             push_event(&mut dicts, &mut hour, e, read);
         }
-        // Entry and exit pages: from the rows when every event was read,
-        // else by their paths.
+        // Entry and exit pages: from the rows, else by their paths.
         let (entry, exit) = match Facts::of(&hour.rows) {
-            Some(f) if read == usize::MAX => (f.entry, f.exit),
-            _ => {
+            Some(f) => (f.entry, f.exit),
+            None => {
                 let mut path = |p: Option<&str>| match p {
                     Some(p) if dicts.proj.path => dicts.path.id(p),
                     _ => NONE,

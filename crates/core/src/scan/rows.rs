@@ -60,7 +60,8 @@ pub(crate) struct Projection {
     /// Visit-level dimensions read from one string column (source,
     /// country, …): every row holds their ids, in this order.
     pub scols: Vec<Dimension>,
-    /// Paths (pages, entry and exit pages, page filters, goals and steps).
+    /// Paths (pages, entry and exit pages, page filters, goals and steps;
+    /// the engine always reads them, as engagement belongs to pages).
     pub path: bool,
     /// Custom event names.
     pub name: bool,

@@ -396,12 +396,22 @@ fn plausible_events_percentages_and_nulls_order_as_numbers() {
         vec![(OrderKey::Metric(2), false)],
     );
     let a = answer_with(&q, read_days);
-    // Null time on page sorts first ascending.
+    // Null time on page sorts first ascending; Plausible's is per visit:
+    // one visit engaged 12 s over two page views of `/`.
     assert_eq!(values(&a), vec!["/pricing", "/"]);
     assert_eq!(
         a.rows[1].figures,
-        vec![Figure::Count(9), Figure::Number(80.0), Figure::Count(6)]
+        vec![Figure::Count(9), Figure::Number(80.0), Figure::Count(12)]
     );
+    // Tally's is per page view.
+    let tally = Query {
+        convention: Convention::Tally,
+        order: Order::Rank,
+        ..q
+    };
+    let a = answer_with(&tally, read_days);
+    let home = a.rows.iter().find(|r| r.dimensions == ["/"]).unwrap();
+    assert_eq!(a.figure(home, Metric::TimeOnPage), Some(&Figure::Count(6)));
 }
 
 /// Days with goal rows: Signup in `a` and Donation in `b`.

@@ -165,8 +165,26 @@ fn rates_round_as_every_door_shows_them() {
 }
 
 #[test]
+fn plausible_engagement_is_per_visit() {
+    // Three engaged page views (9 s, deepest scrolls 40 + 60 + 80) in two
+    // visits (deepest 60 and 80).
+    let row = Metrics {
+        engaged_visits: 2,
+        visit_scroll_sum: 140,
+        ..page(2, 2, 0, (9_000, 3, 180))
+    };
+    assert_eq!(Metric::TimeOnPage.per_visit(&row), Some(4.5));
+    assert_eq!(Metric::ScrollDepth.per_visit(&row), Some(70.0));
+    let scope = Scope::totals(&row);
+    assert_eq!(Metric::TimeOnPage.exact(&row, &scope), Some(3.0), "Tally's");
+    assert_eq!(Metric::ScrollDepth.exact(&row, &scope), Some(60.0), "Tally's");
+    assert_eq!(Metric::ScrollDepth.per_visit(&Metrics::default()), None);
+    assert_eq!(Metric::Visitors.per_visit(&row), None);
+}
+
+#[test]
 fn changes_follow_their_rule_from_exact_values() {
-    use ChangeRule::{Tally, Plausible};
+    use ChangeRule::{Plausible, Tally};
     // (metric, current, previous, rule, change)
     let table = [
         (Metric::Visitors, Some(5.0), Some(2.0), Tally, Some(150.0)),
@@ -202,8 +220,20 @@ fn changes_follow_their_rule_from_exact_values() {
             Some(-50.0),
         ),
         (Metric::BounceRate, Some(100.0), Some(0.0), Plausible, None),
-        (Metric::Visitors, Some(5.0), Some(3.0), Plausible, Some(67.0)),
-        (Metric::Visitors, Some(5.0), Some(0.0), Plausible, Some(100.0)),
+        (
+            Metric::Visitors,
+            Some(5.0),
+            Some(3.0),
+            Plausible,
+            Some(67.0),
+        ),
+        (
+            Metric::Visitors,
+            Some(5.0),
+            Some(0.0),
+            Plausible,
+            Some(100.0),
+        ),
         (Metric::Visitors, Some(0.0), Some(0.0), Plausible, Some(0.0)),
         (
             Metric::ConversionRate,
