@@ -32,20 +32,25 @@
 //!
 //! # Requests
 //!
-//! Per request, a member's check: the session (GetItem), the user and the
-//! instance settings (two GetItems), their sites (one Query). Per site
-//! (tests/tests/overview.rs counts them), with rollups written for every
-//! settled day:
-//! - the site (one GetItem, cached per instance);
-//! - the 30 days: their scalar rollups and their segment manifests (two
-//!   Queries), then today's compacted hours (one BatchGetItem per 350 KB
-//!   part group) and one Query per hour not compacted yet;
-//! - the 30 days before: their scalar rollups (one Query; the manifests
+//! Per request, signing in: the session, the user and the instance
+//! settings (3 GetItems), the sites the user may read (1 Query: their
+//! memberships, or every site for the instance owner). Per site, exactly
+//! what its own `stats?period=30d&compare=previous` costs (the series is
+//! the same fold as the totals), with rollups written for every settled
+//! day:
+//! - the site (1 GetItem, cached per instance);
+//! - the 30 days: their scalar rollups and their segment manifests (2
+//!   Queries); the days not settled yet (yesterday, until the settle
+//!   window passes) and today's compacted hours from segment parts (1
+//!   BatchGetItem per 1 MB of parts); today's hours not compacted yet (the
+//!   hour that just ended until it is sealed, and the current one) from raw
+//!   events (1 Query per hour and shard);
+//! - the 30 days before: their scalar rollups (1 Query; the manifests
 //!   only if a day lacks a rollup).
 //!
-//! That is 3 Queries per site plus today's event reads (with today's
-//! hours uncompacted, one Query per hour with events so far), and no
-//! write.
+//! That is 5 Queries and 1 BatchGetItem per site in tests/tests/overview.rs
+//! (a site of one shard read 15 minutes or more into an hour), so 10
+//! sites are 3 GetItems, 51 Queries and 10 BatchGetItems; no write.
 
 use crate::access::{self, Readers};
 use crate::batch::Reader;
