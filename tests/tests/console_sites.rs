@@ -1,0 +1,1208 @@
+//! The console's site routes end to end, through the real handler and the
+//! embedded DynamoDB: the role matrix (every caller against every site
+//! route, the state read back from the store to see whether the change
+//! happened, and an audit entry for each one that did), invitations
+//! (single use, expiry, new and existing users, mail), a goal made in the
+//! console answering the query API's goals report, and a site made by the
+//! console and by the CLI being the same item.
+
+#![allow(clippy::unwrap_used)]
+
+use lambda_http::{Body, Request, RequestExt};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tally_console::mail::{MailFuture, Mailer, Message};
+use tally_console::{Config, handle};
+use tally_core::account::{KeyScope, Membership, Role, Session, User, token};
+use tally_core::funnel::FunnelSpec;
+use tally_core::goal::GoalSpec;
+use tally_core::share::ShareSpec;
+use tally_core::site::Site;
+use tally_core::{DAY_MS, HOUR_MS};
+use tally_store::Store;
+use tally_store::accounts::AuditLog;
+use tally_store::clock::ManualClock;
+use tally_store::sites::ApiKeyRecord;
+use tally_tests::Harness;
+
+const START: i64 = 1_800_000_000_000;
+const CSRF: &str = "0123456789abcdef0123456789abcdef";
+
+/// Who calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    Viewer,
+    Admin,
+    Owner,
+    InstanceOwner,
+    ReadKey,
+    ConfigureKey,
+    Nobody,
+    /// The owner of another site.
+    Outsider,
+}
+
+const CALLERS: [Caller; 8] = [
+    Caller::Viewer,
+    Caller::Admin,
+    Caller::Owner,
+    Caller::InstanceOwner,
+    Caller::ReadKey,
+    Caller::ConfigureKey,
+    Caller::Nobody,
+    Caller::Outsider,
+];
+
+/// What a route needs, as the design's table says it (written out here,
+/// not taken from the code under test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Read reports, list goals and funnels: every member and key.
+    Read,
+    /// Configure: admins, owners, `configure` keys.
+    Configure,
+    /// Configure, people only (managing API keys).
+    ConfigurePeople,
+    /// Owners only (members, invites, audit, deleting the site).
+    Owner,
+}
+
+/// The status a caller gets: `Ok(success)` or the refusal.
+fn expected(need: Need, caller: Caller) -> Result<(), u16> {
+    use Caller::*;
+    let allowed = match need {
+        Need::Read => matches!(
+            caller,
+            Viewer | Admin | Owner | InstanceOwner | ReadKey | ConfigureKey
+        ),
+        Need::Configure => matches!(caller, Admin | Owner | InstanceOwner | ConfigureKey),
+        Need::ConfigurePeople => matches!(caller, Admin | Owner | InstanceOwner),
+        Need::Owner => matches!(caller, Owner | InstanceOwner),
+    };
+    match (allowed, caller) {
+        (true, _) => Ok(()),
+        (false, Nobody) => Err(401),
+        (false, _) => Err(403),
+    }
+}
+
+/// A mailer that keeps what it was asked to send.
+#[derive(Debug, Default)]
+struct Recorder(Mutex<Vec<Message>>);
+
+impl Mailer for Recorder {
+    fn send<'a>(&'a self, message: &'a Message) -> MailFuture<'a> {
+        self.0.lock().unwrap().push(message.clone());
+        Box::pin(async { Ok(()) })
+    }
+}
+
+struct Rig {
+    store: Store,
+    clock: ManualClock,
+    config: Config,
+    mail: Arc<Recorder>,
+    users: Vec<(Caller, User, String)>,
+    _h: Harness,
+}
+
+fn user(seed: u8, email: &str, instance_owner: bool) -> User {
+    User {
+        id: token::user_id_from_bytes(&[seed; 8]),
+        email: email.to_owned(),
+        // Never checked: these users sign in by a stored session.
+        password: "unused".into(),
+        totp_secret: None,
+        totp_enabled: false,
+        totp_last_step: None,
+        instance_owner,
+        created: START,
+        known_devices: Vec::new(),
+    }
+}
+
+/// The keys and ids one fixture site is made with.
+struct Fixture {
+    site: String,
+    read_key: String,
+    configure_key: String,
+    share_id: String,
+    share_hash: String,
+    admin_key_id: String,
+    admin_key_hash: String,
+    invite_id: String,
+    invite_hash: String,
+    target_uid: String,
+}
+
+impl Rig {
+    async fn start() -> Self {
+        let h = Harness::start().await;
+        let mail = Arc::new(Recorder::default());
+        let mut config = Config::new(&tally_core::salt::Secret::new(b"sites tests".to_vec()));
+        config.mailer = Some(mail.clone());
+        config.ingest_url = Some("https://in.example.com".into());
+        let mut rig = Self {
+            store: h.store.clone(),
+            clock: ManualClock::at(START),
+            config,
+            mail,
+            users: Vec::new(),
+            _h: h,
+        };
+        for (seed, caller, email, io) in [
+            (1, Caller::Viewer, "viewer@example.com", false),
+            (2, Caller::Admin, "admin@example.com", false),
+            (3, Caller::Owner, "owner@example.com", false),
+            (4, Caller::InstanceOwner, "root@example.com", true),
+            (5, Caller::Outsider, "out@example.com", false),
+        ] {
+            let u = user(seed, email, io);
+            assert!(rig.store.create_user(&u).await.unwrap());
+            let t = token::session_token(&u.id, &[seed; 20]);
+            let session = Session::new(
+                token::hash_token(&t),
+                &u.id,
+                "test".into(),
+                CSRF.into(),
+                START,
+            );
+            rig.store.put_session(&session).await.unwrap();
+            rig.users.push((caller, u, t));
+        }
+        // The outsider owns a site of their own.
+        let other = Site::new("other", &["other.example".into()], "UTC", START).unwrap();
+        rig.store.create_site(&other).await.unwrap();
+        rig.member("other", Caller::Outsider, Role::Owner).await;
+        let target = user(6, "target@example.com", false);
+        assert!(rig.store.create_user(&target).await.unwrap());
+        rig
+    }
+
+    fn user_of(&self, caller: Caller) -> &User {
+        &self.users.iter().find(|(c, _, _)| *c == caller).unwrap().1
+    }
+
+    async fn member(&self, site: &str, caller: Caller, role: Role) {
+        let u = self.user_of(caller);
+        self.store
+            .put_membership(&Membership {
+                site: site.into(),
+                uid: u.id.clone(),
+                role,
+                email: u.email.clone(),
+            })
+            .await
+            .unwrap();
+    }
+
+    /// A site with its three members, two keys, a goal, a funnel, a shared
+    /// link, an admin's key, an invite and one more member to change.
+    async fn fixture(&self, n: usize) -> Fixture {
+        let site = format!("s{n}");
+        let s = Site::new(&site, &[format!("{site}.example")], "UTC", START).unwrap();
+        self.store.create_site(&s).await.unwrap();
+        self.member(&site, Caller::Viewer, Role::Viewer).await;
+        self.member(&site, Caller::Admin, Role::Admin).await;
+        self.member(&site, Caller::Owner, Role::Owner).await;
+        let target = user(6, "target@example.com", false);
+        self.store
+            .put_membership(&Membership {
+                site: site.clone(),
+                uid: target.id.clone(),
+                role: Role::Viewer,
+                email: target.email.clone(),
+            })
+            .await
+            .unwrap();
+        let key = |seed: u8, scope, owner: Option<String>| {
+            let k = tally_core::auth::key_from_bytes(&site, &[seed; 20]);
+            let r = ApiKeyRecord::new(&k, "fixture", owner, scope, START).unwrap();
+            (k, r)
+        };
+        let (read_key, r) = key(1, KeyScope::Read, None);
+        self.store.put_api_key(&site, &r).await.unwrap();
+        let (configure_key, r) = key(2, KeyScope::Configure, None);
+        self.store.put_api_key(&site, &r).await.unwrap();
+        let admin = self.user_of(Caller::Admin).id.clone();
+        let (_, admin_key) = key(3, KeyScope::Read, Some(admin));
+        self.store.put_api_key(&site, &admin_key).await.unwrap();
+        let goal = GoalSpec {
+            event: Some("Signup".into()),
+            ..GoalSpec::default()
+        }
+        .build(START)
+        .unwrap();
+        self.store.put_goal(&site, &goal).await.unwrap();
+        let funnel = FunnelSpec {
+            name: "F1".into(),
+            steps: vec!["/".into(), "/pricing".into()],
+            strict: false,
+        }
+        .build(START)
+        .unwrap();
+        self.store.put_funnel(&site, &funnel).await.unwrap();
+        let (share, _) = ShareSpec::default()
+            .build(&site, &[1; 16], &[4; 20], START)
+            .unwrap();
+        self.store.put_share(&site, &share).await.unwrap();
+        let invite_token = token::invite_token(&site, &[5; 20]);
+        let invite = tally_core::account::Invite {
+            hash: token::hash_token(&invite_token),
+            site: site.clone(),
+            role: Role::Viewer,
+            email: None,
+            created: START,
+            expires: START + DAY_MS,
+            by: self.user_of(Caller::Owner).id.clone(),
+        };
+        self.store.put_invite(&invite).await.unwrap();
+        Fixture {
+            site,
+            read_key,
+            configure_key,
+            share_id: share.hash[..12].to_owned(),
+            share_hash: share.hash,
+            admin_key_id: admin_key.hash[..12].to_owned(),
+            admin_key_hash: admin_key.hash,
+            invite_id: invite.hash[..12].to_owned(),
+            invite_hash: invite.hash,
+            target_uid: target.id,
+        }
+    }
+
+    fn request(
+        &self,
+        caller: Caller,
+        fixture: Option<&Fixture>,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Request {
+        let mut b = http::Request::builder()
+            .method(method)
+            .uri(format!("/api/console/{path}"))
+            .header("host", "tally.example.com")
+            .header("origin", "https://tally.example.com");
+        match caller {
+            Caller::Nobody => {}
+            Caller::ReadKey | Caller::ConfigureKey => {
+                let f = fixture.unwrap();
+                let key = if caller == Caller::ReadKey {
+                    &f.read_key
+                } else {
+                    &f.configure_key
+                };
+                b = b.header("authorization", format!("Bearer {key}"));
+            }
+            _ => {
+                let t = &self.users.iter().find(|(c, _, _)| *c == caller).unwrap().2;
+                b = b
+                    .header("cookie", format!("tally_session={t}"))
+                    .header("x-csrf-token", CSRF);
+            }
+        }
+        let mut context =
+            lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
+        context.http.source_ip = Some("198.51.100.7".into());
+        let body = body.map_or(Body::Empty, |v| Body::Text(v.to_string()));
+        b.body(body)
+            .unwrap()
+            .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context))
+    }
+
+    async fn send(&self, request: Request) -> (u16, Value) {
+        let response = handle(&self.store, &self.clock, &self.config, request).await;
+        tally_tests::status_and_json(response)
+    }
+
+    async fn call(
+        &self,
+        caller: Caller,
+        fixture: Option<&Fixture>,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        self.send(self.request(caller, fixture, method, path, body.as_ref()))
+            .await
+    }
+
+    async fn audit_len(&self, site: &str) -> usize {
+        self.store
+            .audit(&AuditLog::Site(site.into()), 100, None)
+            .await
+            .unwrap()
+            .0
+            .len()
+    }
+
+    /// What a route may change, read from the store (not through the
+    /// console).
+    async fn state(&self, f: &Fixture, probe: Probe) -> String {
+        let s = &self.store;
+        let site = f.site.as_str();
+        match probe {
+            Probe::Nothing => String::new(),
+            Probe::Site => format!("{:?}", s.site_consistent(site).await.unwrap()),
+            Probe::Goals => format!("{:?}", s.goals(site).await.unwrap()),
+            Probe::Funnels => format!("{:?}", s.funnels(site).await.unwrap()),
+            Probe::Shares => {
+                let shares = s.shares(site).await.unwrap();
+                let target = shares.iter().find(|x| x.hash == f.share_hash).cloned();
+                format!("{} {:?}", shares.len(), target.map(|t| t.revoked_at))
+            }
+            Probe::Keys => {
+                let keys = s.api_keys(site).await.unwrap();
+                let target = keys.iter().find(|k| k.hash == f.admin_key_hash).cloned();
+                format!("{} {:?}", keys.len(), target.map(|t| t.revoked_at))
+            }
+            Probe::Members => format!(
+                "{:?} {:?}",
+                s.membership(site, &f.target_uid).await.unwrap(),
+                s.user_sites(&f.target_uid).await.unwrap()
+            ),
+            Probe::Invites => {
+                let invites = s.invites(site).await.unwrap();
+                let target = invites.iter().any(|i| i.hash == f.invite_hash);
+                format!("{} {target}", invites.len())
+            }
+        }
+    }
+}
+
+/// The part of the store a route changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Nothing,
+    Site,
+    Goals,
+    Funnels,
+    Shares,
+    Keys,
+    Members,
+    Invites,
+}
+
+/// One site route: method, path under `sites/{site}`, body, what it needs,
+/// its success status, what it changes.
+struct Case {
+    method: &'static str,
+    path: String,
+    body: Option<Value>,
+    need: Need,
+    ok: u16,
+    probe: Probe,
+}
+
+fn cases(f: &Fixture) -> Vec<Case> {
+    let site = &f.site;
+    let case = |method, path: String, body, need, ok, probe| Case {
+        method,
+        path,
+        body,
+        need,
+        ok,
+        probe,
+    };
+    use Need::*;
+    vec![
+        case(
+            "GET",
+            format!("sites/{site}"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "PATCH",
+            format!("sites/{site}"),
+            Some(json!({"timezone": "Europe/Berlin", "exclude_paths": ["/admin/*"]})),
+            Configure,
+            200,
+            Probe::Site,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}"),
+            None,
+            Owner,
+            200,
+            Probe::Site,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/snippet"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/first-pageview"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/goals"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/goals"),
+            Some(json!({"page": "/pricing"})),
+            Configure,
+            201,
+            Probe::Goals,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/goals/signup"),
+            None,
+            Configure,
+            200,
+            Probe::Goals,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/funnels"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/funnels"),
+            Some(json!({"name": "Buy", "steps": ["/pricing", "event:Signup"]})),
+            Configure,
+            201,
+            Probe::Funnels,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/funnels/f1"),
+            None,
+            Configure,
+            200,
+            Probe::Funnels,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/shares"),
+            None,
+            Configure,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/shares"),
+            Some(json!({"label": "team", "filter": "page==/blog/*", "expires": "30d"})),
+            Configure,
+            201,
+            Probe::Shares,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/shares/{}", f.share_id),
+            None,
+            Configure,
+            200,
+            Probe::Shares,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/keys"),
+            None,
+            ConfigurePeople,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/keys"),
+            Some(json!({"label": "ci", "scope": "configure"})),
+            ConfigurePeople,
+            201,
+            Probe::Keys,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/keys/{}", f.admin_key_id),
+            None,
+            ConfigurePeople,
+            200,
+            Probe::Keys,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/members"),
+            None,
+            Owner,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/members/{}", f.target_uid),
+            None,
+            Owner,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "PATCH",
+            format!("sites/{site}/members/{}", f.target_uid),
+            Some(json!({"role": "admin"})),
+            Owner,
+            200,
+            Probe::Members,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/members/{}", f.target_uid),
+            None,
+            Owner,
+            200,
+            Probe::Members,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/invites"),
+            None,
+            Owner,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/invites"),
+            Some(json!({"role": "viewer", "email": "new@example.com"})),
+            Owner,
+            201,
+            Probe::Invites,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/invites/{}", f.invite_id),
+            None,
+            Owner,
+            200,
+            Probe::Invites,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/audit"),
+            None,
+            Owner,
+            200,
+            Probe::Nothing,
+        ),
+    ]
+}
+
+/// Every caller against every site route, each on a fresh site: the
+/// status is the matrix's, the store changed exactly when it allowed the
+/// change, and each change left an audit entry.
+#[tokio::test]
+async fn every_caller_against_every_site_route() {
+    let rig = Rig::start().await;
+    let probe_fixture = rig.fixture(0).await;
+    let routes = cases(&probe_fixture).len();
+    let mut n = 1;
+    let mut checked = 0;
+    for route in 0..routes {
+        for caller in CALLERS {
+            let f = rig.fixture(n).await;
+            n += 1;
+            let case = cases(&f).swap_remove(route);
+            let label = format!("{caller:?} {} {}", case.method, case.path);
+            let before = rig.state(&f, case.probe).await;
+            let audit_before = rig.audit_len(&f.site).await;
+            let (status, body) = rig
+                .call(caller, Some(&f), case.method, &case.path, case.body.clone())
+                .await;
+            let after = rig.state(&f, case.probe).await;
+            let audited = rig.audit_len(&f.site).await > audit_before;
+            match expected(case.need, caller) {
+                Ok(()) => {
+                    assert_eq!(status, case.ok, "{label}: {body}");
+                    if case.probe != Probe::Nothing {
+                        assert_ne!(before, after, "{label}: the change happened");
+                        assert!(audited, "{label}: the change was audited");
+                    }
+                }
+                Err(refused) => {
+                    assert_eq!(status, refused, "{label}: {body}");
+                    let code = body["error"]["code"].as_str().unwrap_or_default();
+                    if refused == 403 {
+                        assert_eq!(code, "forbidden", "{label}");
+                    }
+                    assert_eq!(before, after, "{label}: nothing changed");
+                    assert!(!audited, "{label}: nothing audited");
+                }
+            }
+            if case.probe == Probe::Nothing {
+                assert_eq!(before, after, "{label}: a read changes nothing");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 25 * CALLERS.len());
+}
+
+/// `GET sites` lists each caller's sites with their role; `POST sites` is
+/// the instance owner's, who becomes the new site's owner member.
+#[tokio::test]
+async fn listing_and_creating_sites() {
+    let rig = Rig::start().await;
+    let f = rig.fixture(1).await;
+    let ids = |body: &Value| -> Vec<(String, String)> {
+        body["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_owned(),
+                    s["role"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let (status, body) = rig.call(Caller::Admin, None, "GET", "sites", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(ids(&body), [(f.site.clone(), "admin".to_owned())]);
+    let (_, body) = rig
+        .call(Caller::InstanceOwner, None, "GET", "sites", None)
+        .await;
+    assert_eq!(ids(&body).len(), 2, "an instance owner sees every site");
+    let (status, _) = rig.call(Caller::Nobody, None, "GET", "sites", None).await;
+    assert_eq!(status, 401);
+    let (status, _) = rig
+        .call(Caller::ReadKey, Some(&f), "GET", "sites", None)
+        .await;
+    assert_eq!(status, 401, "a key is not a signed-in user");
+
+    let new = json!({"domains": ["www.new.example"], "timezone": "Europe/Paris"});
+    for caller in [Caller::Owner, Caller::Admin, Caller::Nobody] {
+        let (status, _) = rig
+            .call(caller, None, "POST", "sites", Some(new.clone()))
+            .await;
+        assert_ne!(status, 201, "{caller:?}");
+    }
+    assert!(rig.store.site("new.example").await.unwrap().is_none());
+    let (status, body) = rig
+        .call(
+            Caller::InstanceOwner,
+            None,
+            "POST",
+            "sites",
+            Some(new.clone()),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["id"], "new.example");
+    let creator = rig.user_of(Caller::InstanceOwner).id.clone();
+    let m = rig
+        .store
+        .membership("new.example", &creator)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.role, Role::Owner);
+    let (status, body) = rig
+        .call(Caller::InstanceOwner, None, "POST", "sites", Some(new))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (409, json!("site_exists"))
+    );
+    let bad = json!({"domains": ["not a domain"]});
+    let (status, body) = rig
+        .call(Caller::InstanceOwner, None, "POST", "sites", Some(bad))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (400, json!("invalid_domain"))
+    );
+    let (entries, _) = rig
+        .store
+        .audit(&AuditLog::Instance, 10, None)
+        .await
+        .unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.target == "new.example" && e.actor == creator)
+    );
+}
+
+/// The last owner can be neither demoted nor removed; validation errors
+/// of a site change are the CLI's, and change nothing.
+#[tokio::test]
+async fn a_site_keeps_an_owner_and_refuses_bad_settings() {
+    let rig = Rig::start().await;
+    let f = rig.fixture(1).await;
+    let owner = rig.user_of(Caller::Owner).id.clone();
+    let path = format!("sites/{}/members/{owner}", f.site);
+    let (status, body) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "PATCH",
+            &path,
+            Some(json!({"role": "admin"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (409, json!("last_owner"))
+    );
+    let (status, _) = rig
+        .call(Caller::InstanceOwner, Some(&f), "DELETE", &path, None)
+        .await;
+    assert_eq!(status, 409);
+    // With a second owner, the first may step down.
+    let target = format!("sites/{}/members/{}", f.site, f.target_uid);
+    let (status, _) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "PATCH",
+            &target,
+            Some(json!({"role": "owner"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = rig
+        .call(Caller::Owner, Some(&f), "DELETE", &path, None)
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        rig.store
+            .membership(&f.site, &owner)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let before = rig.store.site(&f.site).await.unwrap();
+    for (body, code) in [
+        (json!({"timezone": "Mars/Base"}), "invalid_timezone"),
+        (json!({"domains": []}), "invalid_domain"),
+        (json!({"exclude_networks": ["nope"]}), "invalid_network"),
+        (json!({"retention_days": 0}), "invalid_retention"),
+        (json!({"colour": "red"}), "invalid_body"),
+    ] {
+        let (status, answer) = rig
+            .call(
+                Caller::Admin,
+                Some(&f),
+                "PATCH",
+                &format!("sites/{}", f.site),
+                Some(body),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (400, Some(code))
+        );
+    }
+    assert_eq!(rig.store.site(&f.site).await.unwrap(), before);
+    let (_, snippet) = rig
+        .call(
+            Caller::Viewer,
+            Some(&f),
+            "GET",
+            &format!("sites/{}/snippet", f.site),
+            None,
+        )
+        .await;
+    assert_eq!(
+        snippet["snippet"],
+        format!(
+            "<script defer data-site=\"{}\" src=\"https://in.example.com/script.js\"></script>",
+            f.site
+        )
+    );
+}
+
+/// Invitations: made by an owner (mailed, the link and token answered),
+/// accepted once by a new user (who is signed in) or by a signed-in user;
+/// a second use, an expired or a revoked invite change nothing.
+#[tokio::test]
+async fn invitations_are_single_use_and_expire() {
+    let rig = Rig::start().await;
+    let f = rig.fixture(1).await;
+    let invite = |email: Option<&str>, role: &str| {
+        let mut body = json!({"role": role});
+        if let Some(e) = email {
+            body["email"] = json!(e);
+        }
+        body
+    };
+    let path = format!("sites/{}/invites", f.site);
+    let (status, made) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "POST",
+            &path,
+            Some(invite(Some("New@Example.com"), "admin")),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let t = made["token"].as_str().unwrap().to_owned();
+    assert!(t.starts_with("ti_"));
+    assert_eq!(
+        made["link"],
+        format!("https://tally.example.com/console#invite={t}")
+    );
+    assert_eq!(made["mailed"], true);
+    {
+        let mail = rig.mail.0.lock().unwrap();
+        assert_eq!(mail.len(), 1);
+        assert_eq!(mail[0].to, "new@example.com");
+        assert!(mail[0].text.contains(&t));
+    }
+    // Only the invited address may use it.
+    let accept =
+        |body: Value| rig.request(Caller::Nobody, None, "POST", "invites/accept", Some(&body));
+    let (status, _) = rig
+        .send(accept(
+            json!({"token": t, "email": "other@example.com", "password": "long enough password"}),
+        ))
+        .await;
+    assert_eq!(status, 403);
+    let (status, me) = rig
+        .send(accept(
+            json!({"token": t, "password": "long enough password"}),
+        ))
+        .await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["user"]["email"], "new@example.com");
+    let new_user = rig
+        .store
+        .user_by_email("new@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let m = rig
+        .store
+        .membership(&f.site, &new_user.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.role, Role::Admin);
+    // Single use.
+    let (status, body) = rig
+        .send(accept(
+            json!({"token": t, "email": "late@example.com", "password": "long enough password"}),
+        ))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].clone()),
+        (410, json!("invite_invalid"))
+    );
+    assert!(
+        rig.store
+            .user_by_email("late@example.com")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // A signed-in user joins with their own account.
+    let (_, made) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "POST",
+            &path,
+            Some(invite(None, "viewer")),
+        )
+        .await;
+    let t2 = made["token"].as_str().unwrap().to_owned();
+    let body = json!({"token": t2});
+    let (status, me) = rig
+        .send(rig.request(
+            Caller::Outsider,
+            None,
+            "POST",
+            "invites/accept",
+            Some(&body),
+        ))
+        .await;
+    assert_eq!(status, 200, "{me}");
+    let outsider = rig.user_of(Caller::Outsider).id.clone();
+    assert!(
+        rig.store
+            .membership(&f.site, &outsider)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let (status, _) = rig
+        .send(rig.request(
+            Caller::Outsider,
+            None,
+            "POST",
+            "invites/accept",
+            Some(&body),
+        ))
+        .await;
+    assert_eq!(status, 410);
+
+    // Expired after 7 days.
+    let (_, made) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "POST",
+            &path,
+            Some(invite(None, "viewer")),
+        )
+        .await;
+    let t3 = made["token"].as_str().unwrap().to_owned();
+    rig.clock.set(START + 7 * DAY_MS);
+    let (status, _) = rig
+        .send(accept(
+            json!({"token": t3, "email": "slow@example.com", "password": "long enough password"}),
+        ))
+        .await;
+    assert_eq!(status, 410);
+    assert!(
+        rig.store
+            .user_by_email("slow@example.com")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    rig.clock.set(START);
+
+    // Revoked.
+    let (_, made) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "POST",
+            &path,
+            Some(invite(None, "viewer")),
+        )
+        .await;
+    let t4 = made["token"].as_str().unwrap().to_owned();
+    let id = made["invite"]["id"].as_str().unwrap().to_owned();
+    let (status, _) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "DELETE",
+            &format!("{path}/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = rig
+        .send(accept(
+            json!({"token": t4, "email": "gone@example.com", "password": "long enough password"}),
+        ))
+        .await;
+    assert_eq!(status, 410);
+    // A token of a site's shape but never issued.
+    let forged = token::invite_token(&f.site, &[0xee; 20]);
+    let (status, _) = rig
+        .send(accept(
+            json!({"token": forged, "email": "x@example.com", "password": "long enough password"}),
+        ))
+        .await;
+    assert_eq!(status, 410);
+
+    let (_, log) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "GET",
+            &format!("sites/{}/audit?limit=100", f.site),
+            None,
+        )
+        .await;
+    let actions: Vec<&str> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions.iter().filter(|a| **a == "invite_changed").count(),
+        5
+    );
+    assert_eq!(
+        actions.iter().filter(|a| **a == "member_changed").count(),
+        2
+    );
+}
+
+/// A goal made in the console counts in the query API's goals report; a
+/// configure key may make one, a read key may not.
+#[tokio::test]
+async fn a_console_goal_answers_the_goals_report() {
+    let rig = Rig::start().await;
+    let f = rig.fixture(1).await;
+    let site = rig.store.site(&f.site).await.unwrap().unwrap();
+    let now = START;
+    let events = tally_tests::seed::traffic(&site, now - 2 * DAY_MS, 2, 40, 3);
+    tally_tests::seed::store_events(&rig.store, &site, &events).await;
+    // The fixture's goal is gone; the console makes it again, and another.
+    rig.store.delete_goal(&f.site, "signup").await.unwrap();
+    let path = format!("sites/{}/goals", f.site);
+    let (status, _) = rig
+        .call(
+            Caller::ReadKey,
+            Some(&f),
+            "POST",
+            &path,
+            Some(json!({"event": "Download"})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, goal) = rig
+        .call(
+            Caller::ConfigureKey,
+            Some(&f),
+            "POST",
+            &path,
+            Some(json!({"event": "Signup"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{goal}");
+    assert_eq!(goal["id"], "signup");
+    let (status, _) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &path,
+            Some(json!({"event": "Signup"})),
+        )
+        .await;
+    assert_eq!(status, 409, "names are unique");
+
+    let api = tally_tests::Api {
+        query: tally_query::store::DynamoQuery::new(rig.store.clone()),
+        site: f.site.clone(),
+        key: f.read_key.clone(),
+        now,
+    };
+    let report = api
+        .get(&tally_tests::raw_only(), "breakdown/goals?period=7d")
+        .await;
+    let text = report.to_string();
+    assert!(text.contains("\"Signup\""), "{text}");
+    assert!(!text.contains("\"Download\""), "no goal, no row: {text}");
+    let signups = events
+        .iter()
+        .filter(|e| e.event.name.as_deref() == Some("Signup"))
+        .count();
+    assert!(signups > 0);
+
+    let (_, seen) = rig
+        .call(
+            Caller::Viewer,
+            Some(&f),
+            "GET",
+            &format!("sites/{}/first-pageview", f.site),
+            None,
+        )
+        .await;
+    assert_eq!(
+        seen["seen"],
+        json!(events.iter().any(|e| e.event.ts > now - 3 * HOUR_MS))
+    );
+    let empty = rig.fixture(2).await;
+    let (_, seen) = rig
+        .call(
+            Caller::Viewer,
+            Some(&empty),
+            "GET",
+            &format!("sites/{}/first-pageview", empty.site),
+            None,
+        )
+        .await;
+    assert_eq!(seen["seen"], false);
+}
+
+/// The console and the CLI write the same site item.
+#[tokio::test]
+async fn console_and_cli_create_the_same_site() {
+    let a = Rig::start().await;
+    let b = Harness::start().await;
+    let settings = tally_core::site::SiteChange {
+        retention_days: Some(14),
+        history_days: Some(0),
+        exclude_networks: Some(vec!["203.0.113.9/24".into()]),
+        exclude_paths: Some(vec!["/admin/*".into()]),
+        ..Default::default()
+    };
+    let body = json!({
+        "domains": ["https://WWW.Shop.example/", "*.shop.example"],
+        "timezone": "Europe/Berlin",
+        "retention_days": 14,
+        "history_days": 0,
+        "exclude_networks": ["203.0.113.9/24"],
+        "exclude_paths": ["/admin/*"],
+    });
+    let (status, answer) = a
+        .call(Caller::InstanceOwner, None, "POST", "sites", Some(body))
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let (site, _key) = tally_cli::sites::create_site(
+        &b.store,
+        None,
+        &["https://WWW.Shop.example/".into(), "*.shop.example".into()],
+        "Europe/Berlin",
+        &settings,
+        START,
+    )
+    .await
+    .unwrap();
+    assert_eq!(site.id, "shop.example");
+    let by_console = tally_tests::get_item(&a.store, "SITES", "SITE#shop.example").await;
+    let by_cli = tally_tests::get_item(&b.store, "SITES", "SITE#shop.example").await;
+    assert!(by_console.is_some());
+    assert_eq!(by_console, by_cli);
+    // A change through each door: the same item again.
+    let change = json!({"timezone": "UTC", "exclude_networks": [], "domains": ["shop.example"]});
+    let (status, _) = a
+        .call(
+            Caller::InstanceOwner,
+            None,
+            "PATCH",
+            "sites/shop.example",
+            Some(change),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let change = tally_core::site::SiteChange {
+        timezone: Some("UTC".into()),
+        exclude_networks: Some(vec![]),
+        domains: Some(vec!["shop.example".into()]),
+        ..Default::default()
+    };
+    tally_cli::sites::update_site(&b.store, "shop.example", &change)
+        .await
+        .unwrap();
+    assert_eq!(
+        tally_tests::get_item(&a.store, "SITES", "SITE#shop.example").await,
+        tally_tests::get_item(&b.store, "SITES", "SITE#shop.example").await
+    );
+}
