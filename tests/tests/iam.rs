@@ -219,6 +219,59 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         let response = tally_query::handle(&query, &clock, request).await;
         assert_eq!(response.status(), 200, "{path}");
     }
+    // A signed-in member (the console's session cookie) reads a report
+    // and the all-sites view; an instance owner's overview lists every
+    // site. Nothing is written: not even the session's `last_seen`.
+    {
+        use tally_core::account::{Membership, Role, Session, User, token};
+        let now = tally_store::clock::Clock::now(&clock);
+        for (seed, owner) in [(1u8, false), (2, true)] {
+            let uid = token::user_id_from_bytes(&[seed; 8]);
+            let user = User {
+                id: uid.clone(),
+                email: format!("u{seed}@example.com"),
+                password: String::new(),
+                totp_secret: None,
+                totp_enabled: false,
+                totp_last_step: None,
+                instance_owner: owner,
+                created: now,
+                known_devices: Vec::new(),
+            };
+            assert!(h.store.create_user(&user).await.unwrap());
+            if !owner {
+                let m = Membership {
+                    site: "iam".into(),
+                    uid: uid.clone(),
+                    role: Role::Viewer,
+                    email: user.email.clone(),
+                };
+                h.store.put_membership(&m).await.unwrap();
+            }
+            let session_token = token::session_token(&uid, &[seed; 20]);
+            let session = Session::new(
+                token::hash_token(&session_token),
+                &uid,
+                "test".into(),
+                "c".repeat(32),
+                now - tally_core::DAY_MS,
+            );
+            h.store.put_session(&session).await.unwrap();
+            for path in [
+                "/api/sites/iam/stats?period=30d",
+                "/api/sites/iam/access",
+                "/api/overview",
+            ] {
+                let request = http::Request::builder()
+                    .uri(path)
+                    .header("cookie", format!("tally_session={session_token}"))
+                    .body(Body::Empty)
+                    .unwrap();
+                let response = tally_query::handle(&query, &clock, request).await;
+                assert_eq!(response.status(), 200, "{path}");
+            }
+        }
+    }
     // A password-protected shared link unlocked: the minute's attempt is
     // counted in the table (one conditional UpdateItem).
     let token = tally_core::share::token_from_bytes("iam", &[7; 20]);
