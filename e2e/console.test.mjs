@@ -239,6 +239,7 @@ async function main() {
     await owner.fill(tid('general-exclude-paths'), '/admin/*');
     await owner.click(tid('general-save'));
     await owner.waitForSelector('#toast:not([hidden])');
+    await owner.waitForSelector('#toast', { state: 'hidden' });
     await shot(owner, 'console-settings.png');
   });
 
