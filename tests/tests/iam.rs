@@ -394,6 +394,103 @@ async fn the_console_is_granted_exactly_what_its_code_calls() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
+    // The site routes: a site made, changed, configured, shared, keyed,
+    // an invite made and accepted by a new user, members, the audit log,
+    // the first page view, and the site deleted.
+    use serde_json::json;
+    let site_calls = [
+        (
+            "POST",
+            "sites",
+            Some(json!({"domains": ["iam.example"]})),
+            201,
+        ),
+        ("GET", "sites", None, 200),
+        (
+            "PATCH",
+            "sites/iam.example",
+            Some(json!({"timezone": "Europe/Berlin"})),
+            200,
+        ),
+        (
+            "POST",
+            "sites/iam.example/goals",
+            Some(json!({"event": "Signup"})),
+            201,
+        ),
+        ("DELETE", "sites/iam.example/goals/signup", None, 200),
+        (
+            "POST",
+            "sites/iam.example/funnels",
+            Some(json!({"name": "F", "steps": ["/", "/a"]})),
+            201,
+        ),
+        ("GET", "sites/iam.example/first-pageview", None, 200),
+        ("GET", "sites/iam.example/snippet", None, 200),
+    ];
+    for (method, path, body, expected) in site_calls {
+        let (status, answer) = other.call(&console, method, path, body).await;
+        assert_eq!(status, expected, "{method} {path}: {answer}");
+    }
+    let (status, made) = other
+        .call(
+            &console,
+            "POST",
+            "sites/iam.example/shares",
+            Some(json!({"label": "x"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let id = made["share"]["id"].as_str().unwrap().to_owned();
+    let path = format!("sites/iam.example/shares/{id}");
+    assert_eq!(other.call(&console, "DELETE", &path, None).await.0, 200);
+    let (status, made) = other
+        .call(
+            &console,
+            "POST",
+            "sites/iam.example/keys",
+            Some(json!({"scope": "configure"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let id = made["item"]["id"].as_str().unwrap().to_owned();
+    let path = format!("sites/iam.example/keys/{id}");
+    assert_eq!(other.call(&console, "DELETE", &path, None).await.0, 200);
+    let (status, made) = other
+        .call(
+            &console,
+            "POST",
+            "sites/iam.example/invites",
+            Some(json!({"role": "admin"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let mut invited = Browser::new("198.51.100.9");
+    let accept = json!({"token": made["token"], "email": "new@example.com", "password": PASSWORD});
+    let (status, me) = invited
+        .call(&console, "POST", "invites/accept", Some(accept))
+        .await;
+    assert_eq!(status, 200, "{me}");
+    let uid = me["user"]["id"].as_str().unwrap().to_owned();
+    let path = format!("sites/iam.example/members/{uid}");
+    let (status, _) = other
+        .call(&console, "PATCH", &path, Some(json!({"role": "viewer"})))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        other
+            .call(&console, "GET", "sites/iam.example/audit", None)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        other
+            .call(&console, "DELETE", "sites/iam.example", None)
+            .await
+            .0,
+        200
+    );
     assert_eq!(other.call(&console, "POST", "logout", None).await.0, 200);
     assert_eq!(
         observed(counter.by_operation()),
