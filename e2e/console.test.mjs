@@ -279,6 +279,21 @@ async function main() {
     await owner.waitForSelector(tid('key-row'));
   });
 
+  await check('shared links: a link made in the UI is shown once and reads the site', async () => {
+    await owner.click(tid('tab-shares'));
+    await view(owner, 'site-shares');
+    await owner.fill(tid('share-label'), 'Board');
+    await owner.click(tid('share-create'));
+    const link = (await owner.textContent(tid('share-url'))).trim();
+    const token = (/share=(ts_[0-9a-f]{40}\.[^&]+)/.exec(link) || [])[1];
+    assert.ok(token, link);
+    await owner.waitForSelector(tid('share-row'));
+    const res = await fetch(`${http}/api/sites/${SITE.id}/access`, { headers: { authorization: `Bearer ${token}` } });
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.equal(body.access, 'share', JSON.stringify(body));
+  });
+
   await check('the goals and the funnel reach the stats API (read with the new key)', async () => {
     assert.ok(key, 'no key');
     await sendEvent('pageview', '/pricing');
@@ -357,6 +372,17 @@ async function main() {
     assert.equal(answer.body.error.code, 'forbidden');
   });
 
+  await check("the viewer reads the site's reports with the session cookie (the dashboard link's credential), not another site's", async () => {
+    const answer = await viewer.evaluate(async site => {
+      const mine = await fetch(`/api/sites/${site}/stats?period=today`);
+      const other = await fetch('/api/sites/demo/stats?period=today');
+      return { mine: mine.status, body: await mine.json(), other: other.status };
+    }, SITE.id);
+    assert.equal(answer.mine, 200, JSON.stringify(answer));
+    assert.ok(answer.body.results.visitors >= 1, JSON.stringify(answer.body));
+    assert.equal(answer.other, 403);
+  });
+
   await check('a state-changing request without x-csrf-token answers 403 csrf', async () => {
     const answer = await owner.evaluate(async () => {
       const res = await fetch('/api/console/totp/setup', { method: 'POST' });
@@ -375,6 +401,25 @@ async function main() {
     await owner.click(tid('tab-audit'));
     await view(owner, 'site-audit');
     assert.ok(await owner.locator(tid('audit-row')).count() > 0, 'no audit entries');
+  });
+
+  await check('made an admin, the viewer sees the configuration controls (and may use them)', async () => {
+    await owner.click(tid('tab-members'));
+    await view(owner, 'site-members');
+    const row = `${tid('member-row')}[data-email="${VIEWER.email}"]`;
+    await owner.selectOption(`${row} ${tid('member-role')}`, 'admin');
+    await owner.waitForSelector('#toast:not([hidden])');
+    await viewer.goto(`${http}/console#/sites/${SITE.id}/goals`);
+    await viewer.reload();
+    await view(viewer, 'site-goals');
+    assert.equal(await viewer.textContent(tid('my-role')), 'admin');
+    const tabs = await viewer.$$eval('.tabs a', as => as.map(a => a.dataset.testid));
+    assert.deepEqual(tabs, ['tab-general', 'tab-goals', 'tab-funnels', 'tab-shares', 'tab-keys']);
+    assert.ok(await viewer.isVisible(tid('goal-form')));
+    await viewer.selectOption(tid('goal-kind'), 'event');
+    await viewer.fill(tid('goal-value'), 'Newsletter');
+    await viewer.click(tid('goal-add'));
+    await viewer.waitForSelector(`${tid('goal-row')}[data-name="Newsletter"]`);
   });
 
   await check('the owner console works at phone width (no sideways scrolling)', async () => {
