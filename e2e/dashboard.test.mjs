@@ -90,8 +90,11 @@ async function waitIdle(page) {
 // ---------------------------------------------------------------------------
 let browser;
 const consoleErrors = [];
+/** The signed-out answer to the dashboard's first question, `GET
+ *  /api/console/me` (401 without a session), which Chromium logs. */
+const signedOutProbe = m => /status of 401/.test(m.text()) && (m.location().url || '').includes('/api/console/me');
 function watchConsole(page, label) {
-  page.on('console', m => { if (m.type() === 'error') consoleErrors.push(`${label}: console error: ${m.text()}`); });
+  page.on('console', m => { if (m.type() === 'error' && !signedOutProbe(m)) consoleErrors.push(`${label}: console error: ${m.text()}`); });
   page.on('pageerror', e => consoleErrors.push(`${label}: uncaught: ${e.message}`));
 }
 
@@ -289,7 +292,8 @@ async function main() {
   const dash = await dashCtx.newPage();
   watchConsole(dash, 'dashboard');
   const apiRequests = [];
-  dash.on('request', r => { if (r.url().includes('/api/')) apiRequests.push(r); });
+  // The reports' calls (not the console's `me`, asked first without a key).
+  dash.on('request', r => { if (r.url().includes('/api/') && !r.url().includes('/api/console/')) apiRequests.push(r); });
 
   await check('dashboard: first visit asks for the key; the key opens the dashboard', async () => {
     await dash.goto(`${http}/`);
@@ -539,6 +543,41 @@ async function main() {
     assert.ok(await sharePage.isHidden('[data-testid="share-password"]'));
   });
   await shareCtx.close();
+
+  // ---- 5b. Signed in with email: the cookie, no key -----------------------
+  const memberCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  memberCtx.setDefaultTimeout(TIMEOUT);
+  const memberPage = await memberCtx.newPage();
+  watchConsole(memberPage, 'member');
+  const memberRequests = [];
+  memberPage.on('request', r => { if (r.url().includes('/api/sites/')) memberRequests.push(r); });
+  await check('the key form links to the console\'s email sign-in', async () => {
+    await memberPage.goto(`${http}/`);
+    await memberPage.waitForSelector('[data-testid="key-input"]', { state: 'visible' });
+    assert.equal(await memberPage.getAttribute('[data-testid="email-signin"]', 'href'), '/console#/login');
+  });
+  if (ready.login) {
+    await check('signed in with email, the dashboard reads the site with the session cookie: no key, a site switcher, the API numbers', async () => {
+      const status = await memberPage.evaluate(async ([email, password]) => (await fetch('/api/console/login', {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password }),
+      })).status, [ready.login, ready.password]);
+      assert.equal(status, 200, 'console login');
+      await memberPage.goto(`${http}/?site=demo&period=today`);
+      await waitIdle(memberPage);
+      assert.ok(await memberPage.isHidden('[data-testid="key-input"]'), 'no key form');
+      assert.equal(await memberPage.inputValue('[data-testid="site-switch"]'), 'demo');
+      const options = await memberPage.$$eval('[data-testid="site-switch"] option', os => os.map(o => o.value));
+      assert.ok(options.includes('demo'), `switcher lists ${options}`);
+      assert.equal(await memberPage.getAttribute('[data-testid="console-link"]', 'href'), '/console');
+      assert.ok(await memberPage.isHidden('#signout'), 'no "Change key"');
+      await eventually(async () => assert.deepEqual(await shownTotals(memberPage), expectedTotals(api.stats.results)));
+      assert.ok(memberRequests.length >= 2, `${memberRequests.length} report requests`);
+      for (const r of memberRequests) assert.equal(r.headers().authorization, undefined, r.url());
+      assert.match(memberPage.url(), /[?&]site=demo\b/);
+      assert.equal(await memberPage.evaluate(() => localStorage.getItem('tally.key')), null, 'nothing stored as a key');
+    });
+  }
+  await memberCtx.close();
 
   // ---- 6. Error states (a separate page: these provoke failed requests) ---
   const errCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
