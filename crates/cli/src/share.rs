@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use std::io::Write;
 use tally_cli::sites::random;
-use tally_core::share::{Share, ShareSpec};
+use tally_core::share::{Share, ShareError, ShareSpec, ShareSpecError};
 
 /// `tally share …`
 #[derive(Subcommand, Debug)]
@@ -64,7 +64,17 @@ pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
                 expires,
                 password,
             };
-            let (record, token) = spec.build(&site, &random()?, &random()?, now_ms())?;
+            let (record, token) = spec
+                .build(&site, &random()?, &random()?, now_ms())
+                .map_err(|e| {
+                    let option = match &e {
+                        ShareSpecError::Filter(_) => "--filter",
+                        ShareSpecError::Share(ShareError::BadExpiry) => "--expires",
+                        ShareSpecError::Share(ShareError::BadPassword) => "--password",
+                        ShareSpecError::Share(_) => "--label",
+                    };
+                    anyhow::Error::new(e).context(option)
+                })?;
             let store = connect(target).await;
             store
                 .site(&site)
