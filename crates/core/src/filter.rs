@@ -89,7 +89,13 @@ struct Compiled {
 }
 
 impl Compiled {
-    fn new(op: Op, values: &[String], case_sensitive: bool) -> Result<Self, FilterError> {
+    /// `literal`: `*` is an ordinary character of `is`/`is not` values.
+    fn new(
+        op: Op,
+        values: &[String],
+        case_sensitive: bool,
+        literal: bool,
+    ) -> Result<Self, FilterError> {
         if values.len() > MAX_FILTER_VALUES {
             return Err(FilterError::TooComplex(format!(
                 "at most {MAX_FILTER_VALUES} alternatives in one filter, not {}",
@@ -111,7 +117,7 @@ impl Compiled {
         for v in values {
             match op {
                 Op::Matches | Op::NotMatches => patterns.push(v.clone()),
-                Op::Is | Op::IsNot if !v.contains('*') => {
+                Op::Is | Op::IsNot if literal || !v.contains('*') => {
                     exact.insert(norm(v));
                 }
                 Op::Is | Op::IsNot => wildcards.push(norm(v)),
@@ -176,6 +182,9 @@ pub struct Predicate {
     /// `contains_not` and `matches_not` on a property: only events with the
     /// property pass; [`Predicate::requiring_value`]).
     pub requires_value: bool,
+    /// `is`/`is not` compare whole values, `*` included (Plausible's `is`
+    /// in a JSON filter; [`Predicate::literally`]).
+    pub literal: bool,
     /// The values compiled (a function of the fields above).
     compiled: Compiled,
 }
@@ -190,6 +199,7 @@ impl PartialEq for Predicate {
             && self.prop == other.prop
             && self.case_sensitive == other.case_sensitive
             && self.requires_value == other.requires_value
+            && self.literal == other.literal
     }
 }
 
@@ -227,7 +237,7 @@ impl Predicate {
         prop: Option<String>,
         case_sensitive: bool,
     ) -> Result<Self, FilterError> {
-        let compiled = Compiled::new(op, &values, case_sensitive)?;
+        let compiled = Compiled::new(op, &values, case_sensitive, false)?;
         Ok(Self {
             dimension,
             op,
@@ -235,7 +245,19 @@ impl Predicate {
             prop,
             case_sensitive,
             requires_value: false,
+            literal: false,
             compiled,
+        })
+    }
+
+    /// The same predicate with `*` an ordinary character of its `is`/`is
+    /// not` values.
+    pub fn literally(self) -> Result<Self, FilterError> {
+        let compiled = Compiled::new(self.op, &self.values, self.case_sensitive, true)?;
+        Ok(Self {
+            literal: true,
+            compiled,
+            ..self
         })
     }
 
@@ -434,7 +456,7 @@ impl Filter {
 }
 
 /// Splits at `sep` where it is not escaped by a backslash (escapes kept).
-fn split_unescaped(text: &str, sep: char) -> Vec<&str> {
+pub(crate) fn split_unescaped(text: &str, sep: char) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut start, mut escaped) = (0, false);
     for (i, c) in text.char_indices() {
@@ -452,7 +474,7 @@ fn split_unescaped(text: &str, sep: char) -> Vec<&str> {
 }
 
 /// Removes the backslash escapes of a value.
-fn unescape(text: &str) -> String {
+pub(crate) fn unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {

@@ -12,7 +12,7 @@
 //! `realtime/visitors` is no query of the range: the door counts it.
 
 use crate::dimension::Dimension;
-use crate::filter::{Events, Filter, NONE_VALUE, Op, Predicate};
+use crate::filter::{Events, Filter, NONE_VALUE, Op, Predicate, split_unescaped, unescape};
 use crate::query::metric::{ChangeRule, Metric};
 use crate::query::plausible::v2::{
     self, Clause, RangeSpec, at_filter, default_order, metrics_named, push_clauses,
@@ -90,7 +90,9 @@ pub struct Request {
     pub key: String,
 }
 
-/// A v1 filter as written: operator, property, values.
+/// A v1 filter as written: operator, property, values. The operator is
+/// v2's, or from a JSON list `is_exact`/`is_not_exact` (Plausible's `is`:
+/// whole values) and `matches_wildcard_not`.
 type Part = (&'static str, String, Vec<String>);
 
 /// Parses a v1 request's parameters (`site_id` and the key are the
@@ -174,9 +176,21 @@ pub fn parse(
     let mut predicates = Vec::new();
     for (i, (op, name, values)) in parts.into_iter().enumerate() {
         let clause = (|| {
-            let target = Clause::target(op, &name)?;
+            let (v2_op, literal, requires_value) = match op {
+                "is_exact" => ("is", true, false),
+                "is_not_exact" => ("is_not", true, false),
+                "matches_wildcard_not" => ("is_not", false, true),
+                other => (other, false, false),
+            };
+            let target = Clause::target(v2_op, &name)?;
             Clause::some_values(&values)?;
-            Clause::new(op, target, values, true, false)
+            let clause = Clause::new(v2_op, target, values, true, false)?;
+            let clause = if literal { clause.literal() } else { clause };
+            Ok(if requires_value {
+                clause.requiring_value()
+            } else {
+                clause
+            })
         })()
         .map_err(|e| at_filter(i, e))?;
         push_clauses(&mut predicates, i, vec![clause])?;
@@ -327,12 +341,13 @@ fn filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
             return Err(invalid(format!("malformed filter {part:?}")));
         };
         let name = name.trim();
-        let values: Vec<String> = value
-            .split('|')
+        // Alternatives split at a `|` not escaped as `\|`.
+        let values: Vec<String> = split_unescaped(value, '|')
+            .into_iter()
             .map(|v| {
-                let v = v.trim();
+                let v = unescape(v.trim());
                 if name == "event:goal" {
-                    v.to_owned()
+                    v
                 } else {
                     v.replace("**", "*")
                 }
@@ -346,7 +361,9 @@ fn filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
 
 /// v1's `filters` as a JSON list, as Plausible also reads them:
 /// `[["is", "event:page", ["/en"]], ["matches_wildcard", "event:props:tier",
-/// ["small*"]]]` (`matches_wildcard` is `==` with a `*`).
+/// ["small*"]]]`: `is` compares whole values (`*` included),
+/// `matches_wildcard` is `==` with a `*`, and `matches_wildcard_not` on a
+/// property keeps only events that have it.
 fn json_filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
     let malformed = || invalid(format!("malformed filter {text:?}"));
     let list: Vec<serde_json::Value> = serde_json::from_str(text).map_err(|_| malformed())?;
@@ -360,8 +377,10 @@ fn json_filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
                 return Err(malformed());
             };
             let op = match op {
-                "is" | "matches_wildcard" => "is",
-                "is_not" | "matches_wildcard_not" => "is_not",
+                "is" => "is_exact",
+                "is_not" => "is_not_exact",
+                "matches_wildcard" => "is",
+                "matches_wildcard_not" => "matches_wildcard_not",
                 "contains" => "contains",
                 "contains_not" => "contains_not",
                 "matches" => "matches",
@@ -382,7 +401,7 @@ fn json_filter_parts(text: &str) -> Result<Vec<Part>, ParseError> {
 fn check_filters(parts: &[Part], ctx: &Context<'_>) -> Result<(), ParseError> {
     for (op, name, values) in parts {
         if name == "event:goal" {
-            if *op == "is"
+            if matches!(*op, "is" | "is_exact")
                 && let Some(goals) = ctx.goals
                 && let Some(missing) = values.iter().find(|v| !goals.iter().any(|g| g.name == **v))
             {

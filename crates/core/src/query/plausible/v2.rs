@@ -531,6 +531,10 @@ pub(crate) struct Clause {
     values: Vec<String>,
     prop: Option<String>,
     case_sensitive: bool,
+    /// `is`/`is_not` values compared whole, `*` included.
+    literal: bool,
+    /// A negated clause on a property keeps only events that have it.
+    requires_value: bool,
 }
 
 impl Clause {
@@ -544,8 +548,9 @@ impl Clause {
         };
         // Plausible's `contains_not` and `matches_not` on a property keep
         // only the events that have it (`has_key(…) and not …`).
-        let requires_value = self.dimension == Dimension::Prop
-            && matches!(self.op, Op::NotContains | Op::NotMatches);
+        let requires_value = self.requires_value
+            || (self.dimension == Dimension::Prop
+                && matches!(self.op, Op::NotContains | Op::NotMatches));
         let p = Predicate::new(
             self.dimension,
             self.op,
@@ -553,11 +558,30 @@ impl Clause {
             self.prop,
             self.case_sensitive,
         )?;
+        let p = if self.literal { p.literally()? } else { p };
         Ok(if requires_value {
             p.requiring_value()
         } else {
             p
         })
+    }
+
+    /// The same clause with `*` an ordinary character of its `is`/`is_not`
+    /// values (Plausible's `is`; its `matches_wildcard` takes wildcards).
+    pub(crate) fn literal(self) -> Self {
+        Self {
+            literal: true,
+            ..self
+        }
+    }
+
+    /// The same clause keeping, when negated on a property, only events
+    /// that have the property (Plausible's `matches_wildcard_not`).
+    pub(crate) fn requiring_value(self) -> Self {
+        Self {
+            requires_value: self.dimension == Dimension::Prop,
+            ..self
+        }
     }
 
     /// What a simple filter `[op, dimension, values]` filters: its
@@ -617,6 +641,8 @@ impl Clause {
             values,
             prop,
             case_sensitive,
+            literal: false,
+            requires_value: false,
         })
     }
 }

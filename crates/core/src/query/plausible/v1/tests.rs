@@ -349,6 +349,16 @@ fn timeseries_and_breakdown_set_their_dimension_and_page() {
 }
 
 #[test]
+fn a_pipe_escaped_with_a_backslash_is_part_of_a_value() {
+    let encoded: String =
+        url::form_urlencoded::byte_serialize(r"event:page==**post\|1|/else".as_bytes()).collect();
+    let r = parsed(Endpoint::Aggregate, &format!("filters={encoded}")).unwrap();
+    let p = &r.query.filter.predicates[0];
+    assert_eq!(p.values, vec!["*post|1", "/else"]);
+    assert!(p.matches(Some("/blog/post|1")) && !p.matches(Some("/blog/post")));
+}
+
+#[test]
 fn filters_may_be_a_json_list_as_plausible_takes_them() {
     let q = |filters: &str| {
         let encoded: String = url::form_urlencoded::byte_serialize(filters.as_bytes()).collect();
@@ -361,6 +371,19 @@ fn filters_may_be_a_json_list_as_plausible_takes_them() {
     assert_eq!(r.query.filter.predicates.len(), 2);
     assert_eq!(r.query.filter.predicates[0].op, crate::filter::Op::Contains);
     assert_eq!(r.query.filter.predicates[1].op, crate::filter::Op::Is);
+    // `is` compares whole values; `matches_wildcard` takes `*`, and
+    // `matches_wildcard_not` on a property needs the property.
+    let r = q(
+        r#"[["is","event:page",["/en*"]],["matches_wildcard","event:page",["/en*"]],["matches_wildcard_not","event:props:tier",["small*"]]]"#,
+    )
+    .unwrap();
+    let [exact, wild, not] = &r.query.filter.predicates[..] else {
+        panic!("{:?}", r.query.filter)
+    };
+    assert!(exact.matches(Some("/en*")) && !exact.matches(Some("/en/a")));
+    assert!(wild.matches(Some("/en/a")));
+    assert!(not.matches(Some("large")) && !not.matches(Some("small-1")));
+    assert!(!not.matches(None), "without the property");
     for bad in [
         r#"[["resembles","event:page",["/"]]]"#,
         r#"[["is","event:page"]]"#,
