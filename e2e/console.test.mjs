@@ -383,6 +383,18 @@ async function main() {
     assert.equal(answer.other, 403);
   });
 
+  await check("the site's Dashboard link opens the dashboard signed in (no key asked)", async () => {
+    await viewer.goto(`${http}/console#/sites/${SITE.id}/goals`);
+    await view(viewer, 'site-goals');
+    assert.equal(await viewer.getAttribute(tid('site-dashboard'), 'href'), `/?site=${SITE.id}`);
+    await viewer.click(tid('site-dashboard'));
+    await viewer.waitForURL(`${http}/?site=${SITE.id}`);
+    await viewer.waitForSelector('#app[data-busy="false"] [data-testid="total-visitors"]');
+    assert.equal(await viewer.locator('[data-testid="key-input"]:visible').count(), 0, 'the key form is shown');
+    const visitors = await viewer.textContent('[data-testid="total-visitors"] .stat-value');
+    assert.ok(Number(visitors.trim()) >= 1, visitors);
+  });
+
   await check('a state-changing request without x-csrf-token answers 403 csrf', async () => {
     const answer = await owner.evaluate(async () => {
       const res = await fetch('/api/console/totp/setup', { method: 'POST' });
