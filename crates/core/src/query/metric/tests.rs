@@ -177,7 +177,11 @@ fn plausible_engagement_is_per_visit() {
     assert_eq!(Metric::ScrollDepth.per_visit(&row), Some(70.0));
     let scope = Scope::totals(&row);
     assert_eq!(Metric::TimeOnPage.exact(&row, &scope), Some(3.0), "Tally's");
-    assert_eq!(Metric::ScrollDepth.exact(&row, &scope), Some(60.0), "Tally's");
+    assert_eq!(
+        Metric::ScrollDepth.exact(&row, &scope),
+        Some(60.0),
+        "Tally's"
+    );
     assert_eq!(Metric::ScrollDepth.per_visit(&Metrics::default()), None);
     assert_eq!(Metric::Visitors.per_visit(&row), None);
 }
