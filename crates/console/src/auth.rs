@@ -1,13 +1,15 @@
-//! Who is asking: the session behind the `tally_session` cookie, the CSRF
-//! and `Origin` check of state-changing requests, the `require_2fa` gate,
-//! and starting a session after a login. Randomness comes from ring's
-//! system generator.
+//! Who is asking: the session behind the `tally_session` cookie (checked
+//! by `tally_core::account::signin`, the rules the query function applies
+//! too), the CSRF and `Origin` check of state-changing requests, the
+//! `require_2fa` gate, and starting a session after a login. Randomness
+//! comes from ring's system generator.
 
 use crate::ConsoleStore;
 use crate::body::{Me, MeSettings, MeSite, MeUser};
 use crate::error::{ConsoleError, json_response, with_cookie};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
+use tally_core::account::signin::{self, Claim};
 use tally_core::account::{
     InstanceSettings, Role, Session, User, cookie, csrf, guess, record, token,
 };
@@ -26,7 +28,7 @@ pub struct Signed {
 impl Signed {
     /// Whether the instance requires 2FA and the user has not turned it on.
     pub fn must_enable_totp(&self) -> bool {
-        self.settings.require_2fa && !self.user.totp_enabled
+        signin::must_enable_totp(&self.settings, &self.user)
     }
 }
 
@@ -48,14 +50,18 @@ pub fn header<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
     tally_lambda::request::header(request, name)
 }
 
-/// A cookie of the request.
-pub fn request_cookie<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
-    let values = request
+/// The request's `Cookie` header values.
+fn cookie_headers(request: &Request) -> impl Iterator<Item = &str> {
+    request
         .headers()
         .get_all("cookie")
         .iter()
-        .filter_map(|v| v.to_str().ok());
-    cookie::cookie(values, name)
+        .filter_map(|v| v.to_str().ok())
+}
+
+/// A cookie of the request.
+pub fn request_cookie<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    cookie::cookie(cookie_headers(request), name)
 }
 
 /// The `Origin` check alone, for state-changing requests that carry no
@@ -77,21 +83,19 @@ pub fn check_origin(request: &Request) -> Result<(), ConsoleError> {
     Ok(())
 }
 
-/// The signed-in user of a request, its CSRF token and origin checked for
+/// The signed-in user of a request ([`signin`]: the cookie's claim, a
+/// stored session that answers it), its CSRF token and origin checked for
 /// a state-changing method; `last_seen` written every ten minutes.
 pub async fn signed_in<S: ConsoleStore>(
     store: &S,
     request: &Request,
     now: Millis,
 ) -> Result<Signed, ConsoleError> {
-    let presented =
-        request_cookie(request, cookie::SESSION_COOKIE).ok_or_else(ConsoleError::not_signed_in)?;
-    let uid = token::session_user(presented).ok_or_else(ConsoleError::not_signed_in)?;
-    let hash = token::hash_token(presented);
-    let mut session = store
-        .session(uid, &hash)
-        .await?
-        .filter(|s| s.is_live(now) && s.uid == uid)
+    let claim =
+        Claim::of_cookies(cookie_headers(request)).ok_or_else(ConsoleError::not_signed_in)?;
+    let stored = store.session(&claim.uid, &claim.hash).await?;
+    let mut session = claim
+        .accepts(stored, now)
         .ok_or_else(ConsoleError::not_signed_in)?;
     csrf::check(
         request.method().as_str(),
@@ -101,7 +105,7 @@ pub async fn signed_in<S: ConsoleStore>(
         header(request, "host"),
     )?;
     let user = store
-        .user(uid)
+        .user(&claim.uid)
         .await?
         .ok_or_else(ConsoleError::not_signed_in)?;
     if session.needs_touch(now) {
@@ -149,7 +153,7 @@ pub async fn me<S: ConsoleStore>(
             totp_enabled: user.totp_enabled,
         },
         csrf: session.csrf.clone(),
-        require_2fa: settings.require_2fa && !user.totp_enabled,
+        require_2fa: signin::must_enable_totp(settings, user),
         settings: MeSettings {
             require_2fa: settings.require_2fa,
         },
