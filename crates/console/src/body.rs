@@ -202,3 +202,63 @@ pub struct SettingsBody {
     /// Whether every user must turn on 2FA.
     pub require_2fa: bool,
 }
+
+/// `POST password/forgot`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgotRequest {
+    /// The email of the account.
+    pub email: String,
+}
+
+/// `POST password/forgot`'s answer, the same for every email.
+#[derive(Debug, Serialize)]
+pub struct ForgotAccepted {
+    /// Always true.
+    pub ok: bool,
+    /// Whether this instance sends mail at all (without a mailer no link
+    /// is sent: ask the instance owner for one).
+    pub mail: bool,
+}
+
+/// `POST password/reset`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    /// The reset token (`tr_…`, the link's `#reset=` fragment).
+    pub token: String,
+    /// The new password.
+    pub password: String,
+}
+
+/// `POST password/change`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangePasswordRequest {
+    /// The current password.
+    pub current: String,
+    /// The new password.
+    pub new: String,
+}
+
+/// `POST password/change`'s answer.
+#[derive(Debug, Serialize)]
+pub struct PasswordChanged {
+    /// Always true.
+    pub ok: bool,
+    /// How many other sessions of the user ended.
+    pub sessions_ended: usize,
+}
+
+/// `POST users/{uid}/reset`'s answer (the token is shown once).
+#[derive(Debug, Serialize)]
+pub struct ResetLinkCreated {
+    /// `{origin}/console#reset={token}`.
+    pub link: String,
+    /// The token (`tr_…`).
+    pub token: String,
+    /// Whether it was mailed to the user.
+    pub mailed: bool,
+    /// When it ends.
+    pub expires: Millis,
+}

@@ -8,12 +8,24 @@
 //!   `POST logout` ([`login`]);
 //! - `GET me`, `GET sessions`, `DELETE sessions/{id}`,
 //!   `POST totp/setup|enable|disable`, `PUT settings` ([`account`]);
+//! - passwords ([`password`]): `POST users/{uid}/reset` (instance owner
+//!   only) → 201 `{link, token: "tr_…", mailed, expires}`, a link
+//!   `{origin}/console#reset=tr_…` good once for 24 h;
+//!   `POST password/forgot {email}` → 202 `{ok: true, mail}` whatever the
+//!   email (`mail`: whether the instance sends mail at all), a link good
+//!   once for 1 h mailed when a user has it; `POST password/reset {token,
+//!   password}` → `{ok: true}` (410 `reset_invalid`: used, replaced or
+//!   expired; 400 `weak_password`), every session of the user ended, no
+//!   one signed in; `POST password/change {current, new}` (signed in) →
+//!   `{ok: true, sessions_ended}` (401 `invalid_credentials`), the user's
+//!   other sessions ended;
 //! - sites and everything the CLI configures, with roles, invitations and
 //!   an audit log ([`sites`], [`goals`], [`credentials`], [`members`],
 //!   [`audit`]; bodies in [`site_body`]; who may do what decided once, in
 //!   [`permit`]): listed below.
 //!
-//! Every route but setup and login needs the `tally_session` cookie
+//! Every route but setup, login, `password/forgot` and `password/reset`
+//! needs the `tally_session` cookie
 //! ([`auth`]); a state-changing one also `x-csrf-token` and, when it
 //! sends `Origin`, the same host (403 `csrf`). When the instance requires
 //! 2FA, a user without it may only read `me`, set 2FA up and sign out
@@ -83,6 +95,7 @@ pub mod login;
 pub mod mail;
 pub mod members;
 pub mod page;
+pub mod password;
 pub mod permit;
 pub mod site_body;
 pub mod site_store;
@@ -117,6 +130,10 @@ enum Route<'a> {
     TotpEnable,
     TotpDisable,
     PutSettings,
+    PasswordForgot,
+    PasswordReset,
+    PasswordChange,
+    ResetUser(&'a str),
 }
 
 impl Route<'_> {
@@ -286,6 +303,10 @@ fn route<'a>(method: &str, segments: &[&'a str]) -> Result<Route<'a>, ConsoleErr
         ["totp", "enable"] => Route::TotpEnable,
         ["totp", "disable"] => Route::TotpDisable,
         ["settings"] => Route::PutSettings,
+        ["password", "forgot"] => Route::PasswordForgot,
+        ["password", "reset"] => Route::PasswordReset,
+        ["password", "change"] => Route::PasswordChange,
+        ["users", uid, "reset"] => Route::ResetUser(uid),
         _ => {
             return Err(ConsoleError::not_found(
                 "not_found",
@@ -357,6 +378,8 @@ async fn dispatch<S: SiteStore, C: Clock>(
         Route::Setup => return login::setup(store, config, request, now).await,
         Route::Login => return login::login(store, config, request, now).await,
         Route::LoginTotp => return login::login_totp(store, config, request, now).await,
+        Route::PasswordForgot => return password::forgot(store, config, request, now).await,
+        Route::PasswordReset => return password::reset(store, config, request, now).await,
         _ => {}
     }
     let signed = auth::signed_in(store, request, now).await?;
@@ -372,9 +395,16 @@ async fn dispatch<S: SiteStore, C: Clock>(
         Route::TotpEnable => account::totp_enable(store, config, request, &signed, now).await,
         Route::TotpDisable => account::totp_disable(store, config, request, &signed, now).await,
         Route::PutSettings => account::put_settings(store, config, request, &signed, now).await,
-        Route::SetupNeeded | Route::Setup | Route::Login | Route::LoginTotp => {
-            Err(ConsoleError::internal())
+        Route::PasswordChange => password::change(store, config, request, &signed, now).await,
+        Route::ResetUser(uid) => {
+            password::owner_reset(store, config, request, &signed, uid, now).await
         }
+        Route::SetupNeeded
+        | Route::Setup
+        | Route::Login
+        | Route::LoginTotp
+        | Route::PasswordForgot
+        | Route::PasswordReset => Err(ConsoleError::internal()),
     }
 }
 
@@ -393,6 +423,18 @@ mod tests {
         assert_eq!(route("GET", &["login"]).map_err(|e| e.status), Err(405));
         assert_eq!(route("GET", &["nope"]).map_err(|e| e.status), Err(404));
         assert_eq!(route("POST", &["settings"]).map_err(|e| e.status), Err(405));
+        assert_eq!(
+            route("POST", &["password", "forgot"]),
+            Ok(Route::PasswordForgot)
+        );
+        assert_eq!(
+            route("POST", &["users", "0123456789abcdef", "reset"]),
+            Ok(Route::ResetUser("0123456789abcdef"))
+        );
+        assert_eq!(
+            route("GET", &["password", "change"]).map_err(|e| e.status),
+            Err(405)
+        );
     }
 
     #[test]

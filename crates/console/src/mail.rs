@@ -1,5 +1,5 @@
 //! The console's mail port: a [`Mailer`] sends one [`Message`] (an
-//! invitation). Implemented for `tally-mail`'s [`Ses`] (deployed, when
+//! invitation, a password reset link). Implemented for `tally-mail`'s [`Ses`] (deployed, when
 //! `EMAIL_FROM` is set) and [`Outbox`] (`tally dev`); a console without a
 //! mailer only returns links. Nothing here logs an address or a body:
 //! links carry tokens.
@@ -42,6 +42,31 @@ pub fn invitation(to: &str, site: &str, role: &str, link: &str, inviter: &str) -
     )
 }
 
+/// The password reset mail: the link, for how long, and who made it (the
+/// instance owner, or `None`: someone asked on the sign-in page).
+pub fn password_reset(to: &str, link: &str, by: Option<&str>) -> Message {
+    let (why, life) = match by {
+        Some(owner) => (
+            format!("{owner} made a link to set a new password"),
+            "24 hours",
+        ),
+        None => (
+            "Someone asked to reset the password of this account".to_owned(),
+            "1 hour",
+        ),
+    };
+    Message::new(
+        to,
+        "Reset your Tally password",
+        format!(
+            "{why} on Tally.\n\n\
+             Choose a new password here (the link works once, for {life}):\n{link}\n\n\
+             Setting it signs you out everywhere. If you did not ask for this, \
+             ignore this mail: your password stays as it is.\n"
+        ),
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -64,5 +89,14 @@ mod tests {
         assert_eq!(listed.len(), 1);
         assert!(format!("{listed:?}").contains("ann@example.com"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_reset_mail_carries_the_link_and_its_life() {
+        let link = "https://x/console#reset=tr_0.u";
+        let asked = password_reset("ann@example.com", link, None);
+        assert!(asked.text.contains(link) && asked.text.contains("1 hour"));
+        let made = password_reset("ann@example.com", link, Some("bo@example.com"));
+        assert!(made.text.contains("bo@example.com") && made.text.contains("24 hours"));
     }
 }

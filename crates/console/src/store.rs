@@ -4,7 +4,9 @@
 use std::future::Future;
 use tally_core::Millis;
 use tally_core::account::guess::Window;
-use tally_core::account::{AuditEntry, InstanceSettings, PendingLogin, Role, Session, User};
+use tally_core::account::{
+    AuditEntry, InstanceSettings, PasswordReset, PendingLogin, Role, Session, User,
+};
 use tally_core::site::Site;
 use tally_store::accounts::{AuditLog, SetupRefused};
 use tally_store::{Store, StoreError};
@@ -53,6 +55,18 @@ pub trait ConsoleStore: Send + Sync {
     fn pending(&self, uid: &str, hash: &str) -> impl Fut<Option<PendingLogin>>;
     /// Spends a pending 2FA login: whether this call did.
     fn spend_pending(&self, uid: &str, hash: &str) -> impl Fut<bool>;
+    /// Stores a password reset token.
+    fn put_reset(&self, reset: &PasswordReset) -> impl Fut<()>;
+    /// A password reset token by its hash.
+    fn reset(&self, uid: &str, hash: &str) -> impl Fut<Option<PasswordReset>>;
+    /// Spends a live reset token and sets the password (a PHC string), in
+    /// one transaction: whether it did.
+    fn complete_reset(&self, reset: &PasswordReset, phc: &str, now: Millis) -> impl Fut<bool>;
+    /// Sets a password if it is still `current`: whether it did.
+    fn change_password(&self, uid: &str, current: &str, phc: &str) -> impl Fut<bool>;
+    /// Ends a user's sessions (but the one with hash `keep`), pending 2FA
+    /// logins and reset tokens: how many sessions ended.
+    fn end_credentials(&self, uid: &str, keep: Option<&str>) -> impl Fut<usize>;
     /// The sites a user is a member of, with their roles.
     fn user_sites(&self, uid: &str) -> impl Fut<Vec<(String, Role)>>;
     /// Every site (what an instance owner sees).
@@ -116,6 +130,21 @@ impl ConsoleStore for Store {
     }
     fn spend_pending(&self, uid: &str, hash: &str) -> impl Fut<bool> {
         Store::spend_pending(self, uid, hash)
+    }
+    fn put_reset(&self, reset: &PasswordReset) -> impl Fut<()> {
+        Store::put_reset(self, reset)
+    }
+    fn reset(&self, uid: &str, hash: &str) -> impl Fut<Option<PasswordReset>> {
+        Store::reset(self, uid, hash)
+    }
+    fn complete_reset(&self, reset: &PasswordReset, phc: &str, now: Millis) -> impl Fut<bool> {
+        Store::complete_reset(self, reset, phc, now)
+    }
+    fn change_password(&self, uid: &str, current: &str, phc: &str) -> impl Fut<bool> {
+        Store::change_password(self, uid, current, phc)
+    }
+    fn end_credentials(&self, uid: &str, keep: Option<&str>) -> impl Fut<usize> {
+        Store::end_credentials(self, uid, keep)
     }
     fn user_sites(&self, uid: &str) -> impl Fut<Vec<(String, Role)>> {
         Store::user_sites(self, uid)

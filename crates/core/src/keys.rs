@@ -25,6 +25,7 @@
 //! | membership, by user (written with the one above in one transaction) | `USER#{uid}` | `MEMBER#{site}` |
 //! | invite | `SITE#{site}` | `INVITE#{sha256(token)}` |
 //! | setup token | `INSTANCE` | `SETUP#{sha256(token)}` |
+//! | password reset token | `USER#{uid}` | `RESET#{sha256(token)}` |
 //! | instance owner marker | `INSTANCE` | `OWNER` |
 //! | instance settings | `INSTANCE` | `SETTINGS` |
 //! | audit entry | `SITE#{site}` or `INSTANCE` | `AUDIT#{millis:013}#{6 hex}` |
@@ -354,11 +355,13 @@ pub const MEMBER_PREFIX: &str = "MEMBER#";
 pub const INVITE_PREFIX: &str = "INVITE#";
 /// Sort-key prefix of setup tokens under [`INSTANCE_PK`].
 pub const SETUP_PREFIX: &str = "SETUP#";
+/// Sort-key prefix of password reset tokens under a user.
+pub const RESET_PREFIX: &str = "RESET#";
 /// Sort-key prefix of audit entries under a site or [`INSTANCE_PK`].
 pub const AUDIT_PREFIX: &str = "AUDIT#";
 
 /// `USER#{uid}`: a console user's partition (the user, sessions, pending
-/// logins, memberships by site).
+/// logins, password reset tokens, memberships by site).
 pub fn user_pk(uid: &str) -> String {
     format!("USER#{}", escape(uid))
 }
@@ -396,6 +399,11 @@ pub fn invite_sk(token_hash_hex: &str) -> String {
 /// `SETUP#{hash}`: a setup token by its hash.
 pub fn setup_sk(token_hash_hex: &str) -> String {
     format!("{SETUP_PREFIX}{token_hash_hex}")
+}
+
+/// `RESET#{hash}`: a password reset token by its hash.
+pub fn reset_sk(token_hash_hex: &str) -> String {
+    format!("{RESET_PREFIX}{token_hash_hex}")
 }
 
 /// `AUDIT#{millis:013}#{nonce}`: an audit entry, sorted by time.
@@ -583,6 +591,7 @@ mod tests {
         assert_eq!(parse_member_sk("MEMBER#blog").as_deref(), Some("blog"));
         assert_eq!(invite_sk("ab"), "INVITE#ab");
         assert_eq!(setup_sk("ab"), "SETUP#ab");
+        assert_eq!(reset_sk("ab"), "RESET#ab");
         let sk = audit_sk(1_700_000_000_000, "a1b2c3");
         assert_eq!(sk, "AUDIT#1700000000000#a1b2c3");
         assert_eq!(

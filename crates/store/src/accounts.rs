@@ -1,6 +1,7 @@
 //! The console's items (issue 21): users and their email index, sessions,
-//! pending 2FA logins, memberships, invites, setup tokens, the instance
-//! owner marker and settings, audit entries and guess windows. Key patterns
+//! pending 2FA logins, memberships, invites, setup tokens, password reset
+//! tokens, the instance owner marker and settings, audit entries and guess
+//! windows. Key patterns
 //! are `tally_core::keys`'; the records are `tally_core::account`'s.
 //!
 //! What must hold across instances is held by DynamoDB, never by a read
@@ -9,19 +10,23 @@
 //! transaction spends the setup token, writes the owner marker, the user
 //! and the email, each conditional), a membership's two items are written
 //! and deleted together, a TOTP step is accepted once (a conditional
-//! update), a challenge is spent once (a conditional delete) and guesses
-//! are counted with an atomic `ADD`.
+//! update), a challenge is spent once (a conditional delete), a password
+//! reset token is spent once (a conditional delete in the transaction that
+//! sets the password) and guesses are counted with an atomic `ADD`.
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, from_item, key, with_keys};
 use crate::query::SortKeys;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, ReturnValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, Put, ReturnValue, TransactWriteItem, Update,
+};
 use serde::{Deserialize, Serialize};
 use tally_core::Millis;
 use tally_core::account::guess::Window;
 use tally_core::account::{
-    AuditEntry, InstanceSettings, Invite, Membership, PendingLogin, Role, Session, SetupToken, User,
+    AuditEntry, InstanceSettings, Invite, Membership, PasswordReset, PendingLogin, Role, Session,
+    SetupToken, User,
 };
 use tally_core::keys::{self, INSTANCE_PK};
 
@@ -380,6 +385,120 @@ impl Store {
     pub async fn spend_pending(&self, uid: &str, hash: &str) -> Result<bool, StoreError> {
         self.delete_existing(key(keys::user_pk(uid), keys::pending_sk(hash)))
             .await
+    }
+
+    /// Stores a password reset token (TTL at its end).
+    pub async fn put_reset(&self, reset: &PasswordReset) -> Result<(), StoreError> {
+        let item = with_keys(
+            reset,
+            keys::user_pk(&reset.uid),
+            keys::reset_sk(&reset.hash),
+            Some(ttl_s(reset.expires)),
+        )?;
+        self.put(item).await
+    }
+
+    /// Reads a password reset token by its hash.
+    pub async fn reset(&self, uid: &str, hash: &str) -> Result<Option<PasswordReset>, StoreError> {
+        self.get_as(keys::user_pk(uid), keys::reset_sk(hash), true)
+            .await
+    }
+
+    /// Sets a user's password (a PHC string) with a reset token, in one
+    /// transaction: the token is spent (it must exist and be live) and only
+    /// the user's `password` attribute is set (the user must exist).
+    /// `Ok(false)` when the token was spent, revoked or expired, or the
+    /// user is gone (nothing is written).
+    pub async fn complete_reset(
+        &self,
+        reset: &PasswordReset,
+        phc: &str,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let spend = build(
+            Delete::builder()
+                .table_name(self.table())
+                .set_key(Some(key(
+                    keys::user_pk(&reset.uid),
+                    keys::reset_sk(&reset.hash),
+                )))
+                .condition_expression("attribute_exists(pk) AND expires > :now")
+                .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+                .build(),
+        )?;
+        let set = build(
+            Update::builder()
+                .table_name(self.table())
+                .set_key(Some(key(keys::user_pk(&reset.uid), keys::USER_SK)))
+                .update_expression("SET password = :phc")
+                .condition_expression("attribute_exists(pk)")
+                .expression_attribute_values(":phc", AttributeValue::S(phc.to_owned()))
+                .build(),
+        )?;
+        self.transact(vec![
+            TransactWriteItem::builder().delete(spend).build(),
+            TransactWriteItem::builder().update(set).build(),
+        ])
+        .await
+    }
+
+    /// Sets a user's password (a PHC string) if it is still `current` (a
+    /// conditional update: of two changes at once, one wins): whether it
+    /// was set.
+    pub async fn change_password(
+        &self,
+        uid: &str,
+        current: &str,
+        phc: &str,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(key(keys::user_pk(uid), keys::USER_SK)))
+            .update_expression("SET password = :phc")
+            .condition_expression("attribute_exists(pk) AND password = :current")
+            .expression_attribute_values(":phc", AttributeValue::S(phc.to_owned()))
+            .expression_attribute_values(":current", AttributeValue::S(current.to_owned()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
+    }
+
+    /// Ends what a new password makes stale: every session of the user but
+    /// the one with hash `keep`, their pending 2FA logins and their unused
+    /// password reset tokens. How many sessions ended.
+    pub async fn end_credentials(
+        &self,
+        uid: &str,
+        keep: Option<&str>,
+    ) -> Result<usize, StoreError> {
+        let pk = keys::user_pk(uid);
+        let mut ended = 0;
+        for prefix in [
+            keys::SESSION_PREFIX,
+            keys::PENDING_PREFIX,
+            keys::RESET_PREFIX,
+        ] {
+            for item in self.query_items(&pk, SortKeys::Prefix(prefix)).await? {
+                let Some(sk) = crate::item::string(&item, "sk").map(str::to_owned) else {
+                    continue;
+                };
+                if keep.is_some_and(|hash| sk == keys::session_sk(hash)) {
+                    continue;
+                }
+                if self.delete_existing(key(pk.clone(), sk)).await?
+                    && prefix == keys::SESSION_PREFIX
+                {
+                    ended += 1;
+                }
+            }
+        }
+        Ok(ended)
     }
 
     fn membership_items(&self, m: &Membership) -> Result<(Item, Item), StoreError> {

@@ -4,7 +4,8 @@
 //! - [`role`]: roles, actions, the permission matrix, API key scopes.
 //! - [`password`]: the length rule and Argon2id PHC hashes.
 //! - [`totp`]: RFC 6238 codes, with drift and replay rules.
-//! - [`token`]: session, 2FA challenge, invite and setup tokens; ids.
+//! - [`token`]: session, 2FA challenge, invite, setup and password reset
+//!   tokens; ids.
 //! - [`cookie`]: `Set-Cookie` values and reading `Cookie`.
 //! - [`csrf`]: the CSRF token and `Origin` check.
 //! - [`signin`]: who a session cookie signs in (every function's check).
@@ -23,7 +24,7 @@ pub mod token;
 pub mod totp;
 
 pub use record::{
-    AuditAction, AuditEntry, InstanceSettings, Invite, Membership, PendingLogin, Session,
-    SetupToken, User,
+    AuditAction, AuditEntry, InstanceSettings, Invite, Membership, PasswordReset, PendingLogin,
+    Session, SetupToken, User,
 };
 pub use role::{Action, InstanceAction, KeyScope, Role};

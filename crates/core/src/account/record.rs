@@ -1,13 +1,13 @@
 //! What the console stores about people: users, sessions, pending 2FA
-//! logins, memberships, invites, setup tokens, the instance settings and
-//! audit entries, with the rules about them that need no I/O (email form,
+//! logins, memberships, invites, setup tokens, password reset tokens, the
+//! instance settings and audit entries, with the rules about them that need no I/O (email form,
 //! session lives, the label a session is listed with).
 //!
 //! Secrets in these records (a password hash, a TOTP secret) never appear
 //! in their `Debug` output.
 
 use super::role::Role;
-use crate::{DAY_MS, MINUTE_MS, Millis};
+use crate::{DAY_MS, HOUR_MS, MINUTE_MS, Millis};
 use serde::{Deserialize, Serialize};
 
 /// A session's absolute life: 14 days.
@@ -22,6 +22,12 @@ pub const CHALLENGE_MS: Millis = 5 * MINUTE_MS;
 pub const SETUP_TOKEN_MS: Millis = DAY_MS;
 /// An invite's life: 7 days.
 pub const INVITE_MS: Millis = 7 * DAY_MS;
+/// A password reset link's life when it is mailed on request
+/// (`password/forgot`): 1 hour.
+pub const RESET_MS: Millis = HOUR_MS;
+/// A password reset link's life when the instance owner makes it (and may
+/// have to pass it on by hand): 24 hours.
+pub const OWNER_RESET_MS: Millis = DAY_MS;
 /// Known browsers remembered per user.
 pub const KNOWN_DEVICES: usize = 20;
 /// The longest email accepted, in bytes.
@@ -219,6 +225,41 @@ impl SetupToken {
     }
 }
 
+/// A single-use link that sets a user's password (`tr_…`), made by the
+/// instance owner or mailed on request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasswordReset {
+    /// Hex SHA-256 of the token.
+    pub hash: String,
+    /// The user whose password it sets.
+    pub uid: String,
+    /// When it was made.
+    pub created: Millis,
+    /// When it ends.
+    pub expires: Millis,
+    /// The instance owner who made it; `None`: mailed on request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+impl PasswordReset {
+    /// A reset of `uid` made at `now`, good for `life`.
+    pub fn new(hash: String, uid: &str, by: Option<String>, now: Millis, life: Millis) -> Self {
+        Self {
+            hash,
+            uid: uid.to_owned(),
+            created: now,
+            expires: now + life,
+            by,
+        }
+    }
+
+    /// Whether it can still be used at `now`.
+    pub fn is_live(&self, now: Millis) -> bool {
+        now < self.expires
+    }
+}
+
 /// Instance-wide settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceSettings {
@@ -251,6 +292,10 @@ pub enum AuditAction {
     InviteChanged,
     /// A key or shared link was made or revoked.
     CredentialChanged,
+    /// A password reset link was made for a user (by the instance owner).
+    PasswordReset,
+    /// A password was set with a reset link, or changed by its user.
+    PasswordChanged,
 }
 
 /// One audit entry, under `SITE#{site}` or `INSTANCE`.

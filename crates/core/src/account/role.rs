@@ -7,9 +7,10 @@
 //! | members, invites, the audit log, deleting the site ([`Action::ManageMembers`], [`Action::ReadAudit`], [`Action::DeleteSite`]) | no | no | yes |
 //!
 //! An instance owner acts as [`Role::Owner`] on every site ([`site_role`])
-//! and alone may create sites and change the instance settings
-//! ([`InstanceAction`]). API keys carry a [`KeyScope`]: `read` keys read,
-//! `configure` keys also configure their site, neither manages members.
+//! and alone may create sites, change the instance settings and make
+//! password reset links ([`InstanceAction`]). API keys carry a
+//! [`KeyScope`]: `read` keys read, `configure` keys also configure their
+//! site, neither manages members.
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +69,8 @@ pub enum InstanceAction {
     CreateSite,
     /// Change the instance settings (`require_2fa`).
     ChangeSettings,
+    /// Make a password reset link for any user.
+    ResetPasswords,
 }
 
 impl Role {
@@ -172,7 +175,11 @@ mod tests {
         assert_eq!(site_role(true, Some(Role::Viewer)), Some(Role::Owner));
         assert_eq!(site_role(false, Some(Role::Admin)), Some(Role::Admin));
         assert_eq!(site_role(false, None), None);
-        for action in [InstanceAction::CreateSite, InstanceAction::ChangeSettings] {
+        for action in [
+            InstanceAction::CreateSite,
+            InstanceAction::ChangeSettings,
+            InstanceAction::ResetPasswords,
+        ] {
             assert!(instance_allows(true, action));
             assert!(!instance_allows(false, action));
         }

@@ -9,6 +9,7 @@
 //! | 2FA challenge (between password and code) | `tc_{40 hex}.{uid}` | `USER#{uid}` / `PENDING#{hash}` |
 //! | invite | `ti_{40 hex}.{site}` | `SITE#{site}` / `INVITE#{hash}` |
 //! | setup (first owner) | `tsu_{40 hex}` | `INSTANCE` / `SETUP#{hash}` |
+//! | password reset | `tr_{40 hex}.{uid}` | `USER#{uid}` / `RESET#{hash}` |
 //!
 //! A user id is 16 random lower-case hex characters; a device id (cookie
 //! `tally_device`) and a session's CSRF value are 32.
@@ -23,6 +24,8 @@ pub const CHALLENGE_PREFIX: &str = "tc_";
 pub const INVITE_PREFIX: &str = "ti_";
 /// Prefix of a setup token.
 pub const SETUP_PREFIX: &str = "tsu_";
+/// Prefix of a password reset token.
+pub const RESET_PREFIX: &str = "tr_";
 /// Hex characters of a token's random part.
 const RANDOM_HEX: usize = 40;
 /// Hex characters of a user id.
@@ -89,6 +92,16 @@ pub fn invite_site(token: &str) -> Option<&str> {
     crate::auth::credential_site(INVITE_PREFIX, token)
 }
 
+/// A password reset token of user `uid` from 20 random bytes.
+pub fn reset_token(uid: &str, bytes: &[u8; 20]) -> String {
+    crate::auth::credential_from_bytes(RESET_PREFIX, uid, bytes)
+}
+
+/// The user of a well-formed password reset token.
+pub fn reset_user(token: &str) -> Option<&str> {
+    suffixed(RESET_PREFIX, token).filter(|uid| valid_user_id(uid))
+}
+
 /// A setup token from 20 random bytes.
 pub fn setup_token(bytes: &[u8; 20]) -> String {
     format!("{SETUP_PREFIX}{}", hex::encode(bytes))
@@ -152,6 +165,15 @@ mod tests {
         assert!(is_setup_token(&setup));
         assert!(!is_setup_token(&session));
         assert_eq!(session_user(&setup), None);
+        let reset = reset_token(&uid, &[5; 20]);
+        assert!(reset.starts_with("tr_0505"));
+        assert_eq!(reset_user(&reset), Some(uid.as_str()));
+        assert_eq!(session_user(&reset), None);
+        assert_eq!(challenge_user(&reset), None);
+        assert_eq!(reset_user(&session), None);
+        assert_eq!(reset_user(&challenge), None);
+        assert_eq!(crate::auth::key_site(&reset), None);
+        assert_eq!(crate::share::token_site(&reset), None);
     }
 
     #[test]
@@ -197,6 +219,7 @@ mod tests {
             let _ = challenge_user(&text);
             let _ = invite_site(&text);
             let _ = is_setup_token(&text);
+            let _ = reset_user(&text);
         }
     }
 }
