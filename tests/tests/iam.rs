@@ -396,7 +396,7 @@ async fn the_console_is_granted_exactly_what_its_code_calls() {
     assert_eq!(status, 200, "{body}");
     // The site routes: a site made, changed, configured, shared, keyed,
     // an invite made and accepted by a new user, members, the audit log,
-    // the first page view, and the site deleted.
+    // the first page view, and the site deleted; then passwords.
     use serde_json::json;
     let site_calls = [
         (
@@ -491,6 +491,30 @@ async fn the_console_is_granted_exactly_what_its_code_calls() {
             .0,
         200
     );
+    // Passwords: a reset link made by the owner and used, one asked for
+    // by email, a change.
+    let (status, made) = other
+        .call(&console, "POST", &format!("users/{uid}/reset"), None)
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let new_password = "a brand new passphrase";
+    let reset = json!({"token": made["token"], "password": new_password});
+    let mut anyone = Browser::new("198.51.100.10");
+    let (status, body) = anyone
+        .call(&console, "POST", "password/reset", Some(reset))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let forgot = json!({"email": "new@example.com"});
+    let (status, _) = anyone
+        .call(&console, "POST", "password/forgot", Some(forgot))
+        .await;
+    assert_eq!(status, 202);
+    // The owner's own (the new user may not: the instance requires 2FA).
+    let change = json!({"current": PASSWORD, "new": new_password});
+    let (status, body) = other
+        .call(&console, "POST", "password/change", Some(change))
+        .await;
+    assert_eq!(status, 200, "{body}");
     assert_eq!(other.call(&console, "POST", "logout", None).await.0, 200);
     assert_eq!(
         observed(counter.by_operation()),
