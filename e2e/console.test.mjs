@@ -25,7 +25,16 @@ const SHOT_DIR = path.join(repo, 'docs/screenshots');
 const OWNER = { email: 'owner@example.com', password: 'correct horse battery' };
 const VIEWER = { email: 'viewer@example.com', password: 'viewer password 42' };
 const SITE = { id: 'shop', domain: 'shop.example', zone: 'Europe/Berlin' };
+// A second site with other traffic: three visitors (tally dev counts a
+// visitor by the peer address, always loopback here, and the user agent,
+// so each user agent is a visitor of its own).
+const BLOG = { id: 'blog', domain: 'blog.example', zone: 'Asia/Tokyo' };
 const UA = 'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36';
+const BLOG_UAS = [
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:131.0) Gecko/20100101 Firefox/131.0',
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 17_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.6 Mobile/15E148 Safari/604.1',
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/129.0.0.0 Safari/537.36 Edg/129.0.0.0',
+];
 
 // ---- TOTP (RFC 6238: HMAC-SHA1, 30 s steps, 6 digits) ---------------------------
 function base32Decode(text) {
@@ -42,6 +51,15 @@ function base32Decode(text) {
   return Buffer.from(out);
 }
 const stepNow = () => Math.floor(Date.now() / 1000 / 30);
+const sleepMs = ms => new Promise(r => setTimeout(r, ms));
+/** A code the server takes: of a step after `last` (each step is good
+ *  once) and within its drift of one step, waiting for the clock when the
+ *  next unused step is still ahead. Returns [code, step]. */
+async function freshCode(secret, last) {
+  const step = Math.max(last + 1, stepNow());
+  while (step > stepNow() + 1) await sleepMs(500);
+  return [totp(secret, step), step];
+}
 function totp(secret, step) {
   const counter = Buffer.alloc(8);
   counter.writeBigUInt64BE(BigInt(step));
@@ -67,27 +85,64 @@ async function shot(page, file) {
   } catch (e) { log(`   could not write docs/screenshots/${file}: ${e.message} (skipped)`); }
 }
 /** Posts an event as a page of the site would (Plausible's Events API). */
-async function sendEvent(name, pathname, props) {
+async function sendEvent(name, pathname, props, { domain = SITE.domain, ua = UA } = {}) {
   const res = await fetch(`${http}/api/event`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'user-agent': UA, origin: `https://${SITE.domain}` },
-    body: JSON.stringify({ name, url: `https://${SITE.domain}${pathname}`, domain: SITE.domain, ...(props ? { props } : {}) }),
+    headers: { 'content-type': 'application/json', 'user-agent': ua, origin: `https://${domain}` },
+    body: JSON.stringify({ name, url: `https://${domain}${pathname}`, domain, ...(props ? { props } : {}) }),
   });
   assert.equal(res.status, 202, `POST /api/event answered ${res.status}: ${await res.text()}`);
-  assert.equal(res.headers.get('x-plausible-dropped'), null, `the ${name} on ${pathname} was dropped`);
+  if (res.headers.get('x-plausible-dropped') !== null) {
+    const health = await (await fetch(`${http}/health`)).text();
+    assert.fail(`the ${name} on ${domain}${pathname} was dropped (GET /health: ${health})`);
+  }
+}
+/** Posts a page view as the site's snippet does (`/collect`, the site by
+ *  id), as the visitor `ua`. */
+async function collect(siteId, domain, ua, pathname) {
+  const rnd = () => Math.random().toString(36).slice(2, 14).padEnd(12, '0');
+  const ts = Date.now();
+  const body = { s: siteId, sid: rnd(), e: 'pageview', u: `https://${domain}${pathname}`, r: '', t: siteId, sw: 1440, sh: 900, tz: 'UTC', eid: rnd() + ts.toString(36), ts };
+  const res = await fetch(`${http}/collect`, { method: 'POST', headers: { 'content-type': 'text/plain', 'user-agent': ua }, body: JSON.stringify(body) });
+  const json = await res.json();
+  assert.equal(json.status, 'accepted', `${siteId} ${pathname}: ${JSON.stringify(json)}`);
 }
 /** Problems a page reported: console errors (CSP violations included)
  *  and uncaught exceptions. */
 function watch(page, label, problems) {
   // A refused request is logged by Chromium as "Failed to load resource":
-  // the 401 of `GET me` before signing in and the test's own 403s are
-  // expected; anything else (a CSP violation, a 404, a 500) is not.
+  // the 401 of `GET me` before signing in, the test's own 403s and the
+  // 410 of a cancelled invitation or a used reset link are expected;
+  // anything else (a CSP violation, a 404, a 500) is not.
   page.on('console', m => {
     if (m.type() !== 'error') return;
-    if (/^Failed to load resource: the server responded with a status of 40[13]\b/.test(m.text())) return;
+    if (/^Failed to load resource: the server responded with a status of (401|403|410)\b/.test(m.text())) return;
     problems.push(`${label} console: ${m.text()}`);
   });
   page.on('pageerror', e => problems.push(`${label} exception: ${e.message}`));
+}
+/** The dashboard's visitors total as shown: its number and its change
+ *  (`null` for the dash of "nothing to compare with", else signed
+ *  percent), once the dashboard has loaded `site` for `period`. */
+async function dashboardVisitors(page, siteId, period) {
+  await page.waitForFunction(([site, period]) => new URLSearchParams(location.search).get('site') === site
+    && document.querySelector('#period').value === period
+    && document.querySelector('#app[data-busy="false"] [data-testid="total-visitors"][data-value]'), [siteId, period]);
+  return page.$eval('[data-testid="total-visitors"]', el => {
+    const change = el.querySelector('.change').textContent.trim();
+    const m = /^([\u2191\u2193\u2192])\s*([\d.]+)%$/.exec(change);
+    return {
+      visitors: Number(el.dataset.value),
+      shown: el.querySelector('.stat-value').textContent.trim(),
+      change: change === '\u2014' ? null : m ? (m[1] === '\u2193' ? -1 : 1) * Number(m[2]) : `unreadable: ${change}`,
+    };
+  });
+}
+/** Opens `site`'s dashboard signed in (the session cookie, no key) for
+ *  `period` and reads its visitors total. */
+async function openDashboard(page, siteId, period) {
+  await page.goto(`${http}/?site=${encodeURIComponent(siteId)}&period=${period}`);
+  return dashboardVisitors(page, siteId, period);
 }
 /** Every configuration control on the page. */
 const configControls = page => page.locator('#app [data-config], #app form, [data-testid="add-site"]').count();
@@ -152,7 +207,7 @@ async function main() {
     assert.deepEqual(await res.json(), { needed: false });
   });
 
-  let secret, enabledStep;
+  let secret, enabledStep, lastStep;
   await check('2FA: the secret and the otpauth URL are shown as text; a computed code turns it on', async () => {
     await owner.click(tid('nav-account'));
     await view(owner, 'account');
@@ -184,7 +239,8 @@ async function main() {
     await owner.waitForSelector(tid('login-code'));
     // The code of the step after the one that turned 2FA on: a step is
     // good once, and the next one is within the allowed drift.
-    await owner.fill(tid('login-code'), totp(secret, Math.max(enabledStep + 1, stepNow())));
+    lastStep = Math.max(enabledStep + 1, stepNow());
+    await owner.fill(tid('login-code'), totp(secret, lastStep));
     await owner.click(tid('login-code-submit'));
     await view(owner, 'sites');
   }, { required: true });
@@ -314,6 +370,82 @@ async function main() {
     });
   });
 
+  await check('a second site with other traffic: blog, three visitors (three user agents)', async () => {
+    await owner.goto(`${http}/console#/sites/new`);
+    await view(owner, 'add-site');
+    await owner.getByLabel('Domains').fill(BLOG.domain);
+    await owner.selectOption(tid('site-timezone'), BLOG.zone);
+    await owner.fill(tid('site-id'), BLOG.id);
+    await owner.click(tid('site-create'));
+    await view(owner, 'install');
+    for (const [i, ua] of BLOG_UAS.entries()) {
+      // By site id, as the snippet sends them: ingest finds a site by domain
+      // (the Events API's `domain`) in a list it caches for a minute, so a
+      // site added a moment after another lookup is not found that way yet.
+      await collect(BLOG.id, BLOG.domain, ua, '/');
+      await collect(BLOG.id, BLOG.domain, ua, `/post-${i + 1}`);
+    }
+    await owner.waitForSelector(`${tid('first-pageview')}[data-state="seen"]`, { timeout: 20_000 });
+  }, { required: true });
+
+  // What the sites list shows, read from the page: {site: {today, visitors, change}}.
+  let listed;
+  await check("the sites list's numbers (today, 30 days, change) equal each site's dashboard, read from both pages", async () => {
+    await owner.goto(`${http}/console#/sites`);
+    await view(owner, 'sites');
+    await owner.waitForFunction(() => {
+      const rows = [...document.querySelectorAll('[data-testid="site-row"]')];
+      return rows.length >= 3 && rows.every(r => r.dataset.loaded === 'true');
+    });
+    listed = Object.fromEntries(await owner.$$eval(tid('site-row'), rs => rs.map(r => {
+      const num = t => Number(t.replace(/[^\d]/g, ''));
+      const change = r.querySelector('[data-testid="site-change"]');
+      return [r.dataset.site, {
+        today: num(r.querySelector('[data-testid="site-today"]').textContent),
+        visitors: num(r.querySelector('[data-testid="site-visitors-value"]').textContent),
+        change: change ? Number(change.dataset.value) : null,
+      }];
+    })));
+    assert.deepEqual(Object.keys(listed).sort(), [BLOG.id, 'demo', SITE.id].sort());
+    // Different traffic: the shop's one visitor, the blog's three, none on the demo site.
+    assert.deepEqual([listed[SITE.id].today, listed[BLOG.id].today, listed.demo.today], [1, 3, 0], JSON.stringify(listed));
+    const seen = {};
+    for (const id of Object.keys(listed)) {
+      const today = await openDashboard(owner, id, 'today');
+      const month = await openDashboard(owner, id, '30d');
+      seen[id] = { today: today.visitors, visitors: month.visitors, change: month.change };
+      assert.equal(Number(today.shown.replace(/[^\d]/g, '')), today.visitors, `${id}: shown ${today.shown}`);
+    }
+    assert.deepEqual(seen, listed, `dashboards ${JSON.stringify(seen)} != sites list ${JSON.stringify(listed)}`);
+  });
+
+  await check('the goals and the funnel made in the UI are on the dashboard (goals panel, funnel card)', async () => {
+    await openDashboard(owner, SITE.id, 'today');
+    const goals = '[data-panel="goals"] [data-testid="row"][data-dimension="goal"]';
+    await owner.waitForSelector(`${goals}[data-value="Signups"]`);
+    await owner.waitForSelector(`${goals}[data-value="Visit /pricing"]`);
+    const uniques = await owner.$eval(`${goals}[data-value="Signups"] [data-col="unique_conversions"]`,
+      el => el.textContent.trim());
+    assert.equal(uniques, '1');
+    await owner.waitForSelector('#funnel-card[aria-busy="false"] [data-testid="funnel-step"]');
+    const options = await owner.$$eval('[data-testid="funnel-select"] option', os => os.map(o => o.textContent));
+    assert.deepEqual(options, ['Checkout']);
+    const steps = await owner.$$eval('[data-testid="funnel-step"]', ls => ls.map(l => [l.dataset.step, l.querySelector('[data-col="visitors"]').textContent.trim()]));
+    assert.deepEqual(steps, [['1', '1'], ['2', '1'], ['3', '1']], JSON.stringify(steps));
+  });
+
+  await check("the dashboard's site switcher opens the other site with its numbers", async () => {
+    await openDashboard(owner, SITE.id, 'today');
+    const options = await owner.$$eval('[data-testid="site-switch"] option', os => os.map(o => o.value));
+    assert.ok(options.includes(SITE.id) && options.includes(BLOG.id), JSON.stringify(options));
+    assert.equal(await owner.inputValue('[data-testid="site-switch"]'), SITE.id);
+    await owner.selectOption('[data-testid="site-switch"]', BLOG.id);
+    const blog = await dashboardVisitors(owner, BLOG.id, 'today');
+    assert.equal(blog.visitors, listed[BLOG.id].today);
+    assert.notEqual(blog.visitors, listed[SITE.id].today);
+    await owner.waitForSelector(`[data-panel="pages"] [data-testid="row"][data-value="/post-3"]`);
+  });
+
   let inviteLink;
   await check('members: an invitation for a viewer gives a copyable link', async () => {
     await owner.goto(`${http}/console#/sites/${SITE.id}/members`);
@@ -322,7 +454,7 @@ async function main() {
     await owner.selectOption(tid('invite-role'), 'viewer');
     await owner.click(tid('invite-create'));
     inviteLink = (await owner.textContent(tid('invite-link'))).trim();
-    assert.match(inviteLink, new RegExp(`^${http}/console#(/invite/|invite=)ti_[0-9a-f]{40}\\.${SITE.id}$`), inviteLink);
+    assert.match(inviteLink, new RegExp(`^${http}/console#invite=ti_[0-9a-f]{40}\\.${SITE.id}$`), inviteLink);
     assert.ok(await owner.isVisible(tid('invite-link-copy')));
   }, { required: true });
 
@@ -388,7 +520,7 @@ async function main() {
     await view(viewer, 'site-goals');
     assert.equal(await viewer.getAttribute(tid('site-dashboard'), 'href'), `/?site=${SITE.id}`);
     await viewer.click(tid('site-dashboard'));
-    await viewer.waitForURL(`${http}/?site=${SITE.id}`);
+    await viewer.waitForURL(u => u.pathname === '/' && u.searchParams.get('site') === SITE.id);
     await viewer.waitForSelector('#app[data-busy="false"] [data-testid="total-visitors"]');
     assert.equal(await viewer.locator('[data-testid="key-input"]:visible').count(), 0, 'the key form is shown');
     const visitors = await viewer.textContent('[data-testid="total-visitors"] .stat-value');
@@ -432,6 +564,230 @@ async function main() {
     await viewer.fill(tid('goal-value'), 'Newsletter');
     await viewer.click(tid('goal-add'));
     await viewer.waitForSelector(`${tid('goal-row')}[data-name="Newsletter"]`);
+  });
+
+  // ---- require 2FA, sessions, members, invitations, sites, 2FA off ----------
+  const saveSettings = p => owner.waitForResponse(r => r.url().endsWith('/api/console/settings') && r.request().method() === 'PUT' && r.ok())
+    .then(() => p);
+  await check('require 2FA: a user without it is sent to set it up from any view; free again once it is off', async () => {
+    await owner.goto(`${http}/console#/account`);
+    await view(owner, 'account');
+    await Promise.all([saveSettings(), owner.check(tid('require-2fa'))]);
+    for (const hash of ['#/sites', `#/sites/${SITE.id}/goals`]) {
+      await viewer.goto(`${http}/console${hash}`);
+      await viewer.reload();
+      await view(viewer, 'account');
+      assert.ok(viewer.url().endsWith('#/account'), viewer.url());
+      await viewer.waitForSelector(tid('totp-required'));
+      assert.ok(await viewer.isVisible(tid('totp-setup')), 'the setup button');
+      assert.equal(await viewer.getAttribute(tid('totp-status'), 'data-on'), 'false');
+    }
+    const refused = await viewer.evaluate(async () => {
+      const res = await fetch('/api/console/sites');
+      return { status: res.status, body: await res.json() };
+    });
+    assert.equal(refused.status, 403, JSON.stringify(refused));
+    assert.equal(refused.body.error.code, 'totp_required');
+    await Promise.all([saveSettings(), owner.uncheck(tid('require-2fa'))]);
+    await viewer.goto(`${http}/console#/sites`);
+    await view(viewer, 'sites');
+    assert.ok(viewer.url().endsWith('#/sites'), viewer.url());
+  });
+
+  await check("sessions: revoking another browser's session signs that browser out", async () => {
+    const otherCtx = await browser.newContext({ viewport: { width: 1280, height: 820 } });
+    const other = await otherCtx.newPage();
+    watch(other, 'second viewer browser', problems);
+    other.setDefaultTimeout(TIMEOUT);
+    await other.goto(`${http}/console#/login`);
+    await view(other, 'login');
+    await other.getByLabel('Email').fill(VIEWER.email);
+    await other.getByLabel('Password', { exact: true }).fill(VIEWER.password);
+    await other.click(tid('login-submit'));
+    await view(other, 'sites');
+    await viewer.goto(`${http}/console#/account`);
+    await viewer.reload();
+    await view(viewer, 'account');
+    const current = async () => (await viewer.$$eval(tid('session-row'), rs => rs.map(r => r.dataset.current))).sort();
+    assert.deepEqual(await current(), ['false', 'true']);
+    await viewer.click(`${tid('session-row')}[data-current="false"] ${tid('session-revoke')}`);
+    await viewer.waitForSelector(`${tid('session-row')}[data-current="false"]`, { state: 'detached' });
+    assert.deepEqual(await current(), ['true']);
+    // The other browser's next request is refused: it shows the login.
+    await other.click(tid('nav-account'));
+    await view(other, 'login');
+    assert.equal(await other.isVisible('#nav'), false);
+    await otherCtx.close();
+  });
+
+  await check("members: the instance owner's reset link sets a member's new password and signs them out everywhere", async () => {
+    await owner.goto(`${http}/console#/sites/${SITE.id}/members`);
+    await view(owner, 'site-members');
+    const row = `${tid('member-row')}[data-email="${VIEWER.email}"]`;
+    assert.equal(await owner.locator(`${tid('member-row')}[data-email="${OWNER.email}"] ${tid('member-reset')}`).count(), 0, 'no reset button on oneself');
+    await owner.click(`${row} ${tid('member-reset')}`);
+    const link = (await owner.textContent(tid('reset-link'))).trim();
+    assert.match(link, new RegExp(`^${http}/console#reset=tr_[0-9a-f]{40}\\.[^\\s]+$`), link);
+    await viewer.goto(link);
+    await view(viewer, 'reset');
+    VIEWER.password = 'a new viewer password 7';
+    await viewer.fill(tid('reset-password'), VIEWER.password);
+    await viewer.fill(tid('reset-again'), VIEWER.password);
+    await viewer.click(tid('reset-submit'));
+    await view(viewer, 'login');
+    assert.ok(!viewer.url().includes('reset='), `the token stays in the address bar: ${viewer.url()}`);
+    assert.equal(await viewer.isVisible('#nav'), false);
+    await viewer.getByLabel('Email').fill(VIEWER.email);
+    await viewer.getByLabel('Password', { exact: true }).fill(VIEWER.password);
+    await viewer.click(tid('login-submit'));
+    await view(viewer, 'sites');
+  });
+
+  await check('members: the owner removes the viewer, who then sees no site and reads none', async () => {
+    await owner.goto(`${http}/console#/sites/${SITE.id}/members`);
+    await view(owner, 'site-members');
+    const row = `${tid('member-row')}[data-email="${VIEWER.email}"]`;
+    let asked = '';
+    owner.once('dialog', d => { asked = d.message(); d.accept(); });
+    await owner.click(`${row} ${tid('member-delete')}`);
+    await owner.waitForSelector(row, { state: 'detached' });
+    assert.match(asked, new RegExp(`Remove ${VIEWER.email}`));
+    await owner.waitForSelector(`${tid('member-row')}[data-email="${OWNER.email}"]`);
+    await viewer.goto(`${http}/console#/sites`);
+    await viewer.reload();
+    await view(viewer, 'sites');
+    assert.equal(await viewer.locator(tid('site-row')).count(), 0);
+    const status = await viewer.evaluate(async site => (await fetch(`/api/sites/${site}/stats?period=today`)).status, SITE.id);
+    assert.equal(status, 403);
+  });
+
+  await check('invitations: a cancelled one leaves the list and its link is refused (read in the older #/invite/ form)', async () => {
+    const email = 'later@example.com';
+    await owner.fill(tid('invite-email'), email);
+    await owner.selectOption(tid('invite-role'), 'admin');
+    await owner.click(tid('invite-create'));
+    const link = (await owner.textContent(tid('invite-link'))).trim();
+    assert.match(link, /#invite=ti_/);
+    const row = `${tid('invite-row')}[data-email="${email}"]`;
+    await owner.waitForSelector(row);
+    assert.equal(await owner.getAttribute(row, 'data-role'), 'admin');
+    owner.once('dialog', d => d.accept());
+    await owner.click(`${row} ${tid('invite-delete')}`);
+    await owner.waitForSelector(row, { state: 'detached' });
+    const ctx = await browser.newContext();
+    const invitee = await ctx.newPage();
+    watch(invitee, 'invitee', problems);
+    invitee.setDefaultTimeout(TIMEOUT);
+    await invitee.goto(link.replace('#invite=', '#/invite/'));
+    await view(invitee, 'invite');
+    await invitee.getByLabel('Your email').fill(email);
+    await invitee.getByLabel('Choose a password').fill('a long enough password');
+    await invitee.click(tid('invite-accept'));
+    await invitee.waitForSelector(`${tid('form-error')}:not([hidden])`);
+    assert.equal(await invitee.getAttribute('#app', 'data-view'), 'invite');
+    await ctx.close();
+  });
+
+  await check('delete a site: the owner types its id; it leaves the sites list', async () => {
+    await owner.goto(`${http}/console#/sites/${BLOG.id}/general`);
+    await view(owner, 'site-general');
+    let asked = '';
+    owner.once('dialog', d => { asked = d.message(); d.accept(BLOG.id); });
+    await owner.click(tid('site-delete'));
+    await owner.waitForSelector(`${tid('site-row')}[data-site="${SITE.id}"]`);
+    await view(owner, 'sites');
+    assert.match(asked, new RegExp(`Type ${BLOG.id}`));
+    const ids = await owner.$$eval(tid('site-row'), rs => rs.map(r => r.dataset.site));
+    assert.deepEqual(ids.sort(), ['demo', SITE.id].sort());
+  });
+
+  await check('2FA off: the password and a current code turn it off; the next sign-in asks no code', async () => {
+    await owner.goto(`${http}/console#/account`);
+    await view(owner, 'account');
+    await owner.fill(tid('totp-disable-password'), OWNER.password);
+    const [code, step] = await freshCode(secret, lastStep);
+    lastStep = step;
+    await owner.fill(tid('totp-disable-code'), code);
+    await owner.click(tid('totp-disable'));
+    await owner.waitForSelector(`${tid('totp-status')}[data-on="false"]`);
+    await owner.click(tid('signout'));
+    await view(owner, 'login');
+    await owner.getByLabel('Email').fill(OWNER.email);
+    await owner.getByLabel('Password', { exact: true }).fill(OWNER.password);
+    await owner.click(tid('login-submit'));
+    await view(owner, 'sites');
+  });
+
+  // ---- passwords --------------------------------------------------------------
+  await check('forgot password: the mail reaches the outbox; its link sets a new password; the old one is refused', async () => {
+    await owner.click(tid('signout'));
+    await view(owner, 'login');
+    await owner.click(tid('forgot-link'));
+    await view(owner, 'forgot');
+    await owner.fill(tid('forgot-email'), OWNER.email);
+    await owner.click(tid('forgot-submit'));
+    await owner.waitForSelector(tid('forgot-sent'));
+    assert.equal(await owner.getAttribute(tid('forgot-sent'), 'data-mail'), 'true');
+    const link = await eventually(async () => {
+      const res = await fetch(`${http}/dev/outbox.json`);
+      assert.equal(res.status, 200);
+      const { messages } = await res.json();
+      const mail = messages.find(m => m.to === OWNER.email && /#reset=tr_/.test(m.text));
+      assert.ok(mail, JSON.stringify(messages.map(m => [m.to, m.subject])));
+      return /(https?:\/\/\S+#reset=tr_[0-9a-f]{40}\.\S+)/.exec(mail.text)[1];
+    });
+    assert.ok(link.startsWith(`${http}/console#reset=`), link);
+    await owner.goto(link);
+    await view(owner, 'reset');
+    await owner.fill(tid('reset-password'), 'one new password');
+    await owner.fill(tid('reset-again'), 'another new password');
+    await owner.click(tid('reset-submit'));
+    await owner.waitForSelector(`${tid('form-error')}:not([hidden])`);
+    const old = OWNER.password;
+    OWNER.password = 'the owner reset password 1';
+    await owner.fill(tid('reset-password'), OWNER.password);
+    await owner.fill(tid('reset-again'), OWNER.password);
+    await owner.click(tid('reset-submit'));
+    await view(owner, 'login');
+    await owner.getByLabel('Email').fill(OWNER.email);
+    await owner.getByLabel('Password', { exact: true }).fill(old);
+    await owner.click(tid('login-submit'));
+    await owner.waitForSelector(`${tid('form-error')}:not([hidden])`);
+    assert.equal(await owner.getAttribute('#app', 'data-view'), 'login');
+    await owner.getByLabel('Password', { exact: true }).fill(OWNER.password);
+    await owner.click(tid('login-submit'));
+    await view(owner, 'sites');
+    // The link works once.
+    await owner.goto(link);
+    await view(owner, 'reset');
+    await owner.fill(tid('reset-password'), 'yet another password');
+    await owner.fill(tid('reset-again'), 'yet another password');
+    await owner.click(tid('reset-submit'));
+    await owner.waitForSelector(`${tid('form-error')}:not([hidden])`);
+    assert.match(await owner.textContent(tid('form-error')), /used|expired/);
+  });
+
+  await check('change password in Account: a wrong current one is refused under the form; the new one signs in', async () => {
+    await owner.goto(`${http}/console#/account`);
+    await view(owner, 'account');
+    const next = 'changed owner password 2';
+    // A wrong current password is said under the form; still signed in.
+    await owner.fill(tid('password-current'), 'not the password');
+    await owner.fill(tid('password-new'), next);
+    await owner.click(tid('password-change'));
+    await owner.waitForSelector(`${tid('password-form')} ${tid('form-error')}:not([hidden])`);
+    assert.equal(await owner.getAttribute('#app', 'data-view'), 'account');
+    await owner.fill(tid('password-current'), OWNER.password);
+    await owner.fill(tid('password-new'), next);
+    await owner.click(tid('password-change'));
+    await owner.waitForFunction(() => /^Password changed/.test(document.getElementById('toast').textContent));
+    OWNER.password = next;
+    await owner.click(tid('signout'));
+    await view(owner, 'login');
+    await owner.getByLabel('Email').fill(OWNER.email);
+    await owner.getByLabel('Password', { exact: true }).fill(OWNER.password);
+    await owner.click(tid('login-submit'));
+    await view(owner, 'sites');
   });
 
   await check('the owner console works at phone width (no sideways scrolling)', async () => {
