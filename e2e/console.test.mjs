@@ -14,7 +14,8 @@
 
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   TIMEOUT, TALLY_BIN, check, eventually, launchChromium, log, repo, run, runTest, startTally,
@@ -257,6 +258,22 @@ async function main() {
     await view(owner, 'install');
   }, { required: true });
 
+  // History before the site was added, so the sites list's change has
+  // something to compare with: 4 visitors 40 days ago (the 30 days
+  // before), 2 ten days ago (the last 30 days), as `tally import csv`
+  // writes them (imported day rollups).
+  await check('tally import csv: history of the shop 40 and 10 days ago', async () => {
+    const day = n => new Intl.DateTimeFormat('en-CA', { timeZone: SITE.zone }).format(new Date(Date.now() - n * 86_400_000));
+    const dir = mkdtempSync(path.join(tmpdir(), 'tally-e2e-import-'));
+    try {
+      const file = path.join(dir, 'totals.csv');
+      writeFileSync(file, `date,visitors,visits,pageviews,bounces,visit_duration\n${day(40)},4,4,6,2,300\n${day(10)},2,2,3,1,120\n`);
+      await run(TALLY_BIN, ['import', 'csv', file, '--site', SITE.id, '--dynamodb-endpoint', ready.dynamodb, '--table', ready.table], {
+        env: { ...process.env, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_REGION: 'us-east-1' },
+      });
+    } finally { rmSync(dir, { recursive: true, force: true }); }
+  });
+
   await check('the snippet is shown, and the live check waits for the first page view', async () => {
     const snippet = await owner.textContent(tid('snippet'));
     assert.match(snippet, /<script[^>]*data-site="shop"[^>]*><\/script>/, snippet);
@@ -409,6 +426,8 @@ async function main() {
     assert.deepEqual(Object.keys(listed).sort(), [BLOG.id, 'demo', SITE.id].sort());
     // Different traffic: the shop's one visitor, the blog's three, none on the demo site.
     assert.deepEqual([listed[SITE.id].today, listed[BLOG.id].today, listed.demo.today], [1, 3, 0], JSON.stringify(listed));
+    // The shop's 30 days: today's visitor and the 2 imported; the 30 before: 4.
+    assert.deepEqual([listed[SITE.id].visitors, listed[SITE.id].change], [3, -25], JSON.stringify(listed));
     const seen = {};
     for (const id of Object.keys(listed)) {
       const today = await openDashboard(owner, id, 'today');
