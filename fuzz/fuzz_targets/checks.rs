@@ -398,6 +398,7 @@ impl Recipe<'_> {
             // Up to 2^40 ms (ingest caps engagement at a day).
             engaged_ms: (flags & 16 != 0).then(|| self.uint(5)),
             scroll: (flags & 32 != 0).then(|| self.byte()),
+            live: None,
             non_interactive: flags & 64 != 0,
             revenue: (flags & 128 != 0).then(|| tally_core::event::Revenue {
                 amount: format!("{}.{:02}", self.uint(3), self.byte() % 100),

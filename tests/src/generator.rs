@@ -370,6 +370,27 @@ impl<'a> Tab<'a> {
         self.post(m, ts, Intent::Engagement, delay)
     }
 
+    /// The beacon Tally's tracker sends when the tab is hidden or closed:
+    /// an engagement beacon named `leave` (the live count drops the tab).
+    pub fn leave(&self, rng: &mut Rng, ts: i64, seconds: u32, scroll: u32) -> Post {
+        let mut m = self.base(rng, "leave", ts);
+        m.insert(
+            "p".into(),
+            json!({"timeOnPage": seconds, "scrollDepth": scroll}),
+        );
+        let delay = rng.range(0, 3_000);
+        self.post(m, ts, Intent::Engagement, delay)
+    }
+
+    /// The beacon Tally's tracker sends when the tab is shown again after a
+    /// leave.
+    pub fn show(&self, rng: &mut Rng, ts: i64) -> Post {
+        let mut m = self.base(rng, "show", ts);
+        m.insert("p".into(), json!({}));
+        let delay = rng.range(0, 3_000);
+        self.post(m, ts, Intent::Engagement, delay)
+    }
+
     /// A click on a link (`kind` is `outbound` or `download`).
     pub fn click(&self, rng: &mut Rng, ts: i64, target: &str, kind: &str) -> Post {
         let mut m = self.base(rng, "click", ts);

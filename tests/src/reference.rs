@@ -21,7 +21,7 @@
 //! - exact halves may round either way (the docs give no tie rule).
 
 use std::collections::{BTreeMap, BTreeSet};
-use tally_core::event::{Event, Kind};
+use tally_core::event::{Event, Kind, Live};
 use tally_core::zone::Zone;
 use time::Date;
 
@@ -652,26 +652,42 @@ impl Reference {
     /// Realtime: visitors with an event in `(now - 5 min, now]`, each on the
     /// path of their latest page view at or before `now`.
     pub fn realtime(&self, now: i64) -> (u64, BTreeMap<String, u64>) {
-        let mut visitors: BTreeSet<&str> = BTreeSet::new();
+        // Each tab (its session id, else its visitor) by its latest event of
+        // the window; a leave at the same instant as another event is later.
+        let mut last: BTreeMap<(&str, &str), (i64, bool, bool)> = BTreeMap::new();
         for e in &self.events {
             if e.ts > now - REALTIME_MS && e.ts <= now {
-                visitors.insert(&e.vid);
+                let left = e.live == Some(Live::Leave);
+                let at = (e.ts, left, !left);
+                let slot = last.entry((&e.vid, &e.sid)).or_insert(at);
+                if (at.0, at.1) >= (slot.0, slot.1) {
+                    *slot = at;
+                }
+            }
+        }
+        // Visitors with a tab that has not left: on that tab's latest page
+        // view (of any time), the tab used last when there are several.
+        let mut visitors: BTreeMap<&str, (i64, &str)> = BTreeMap::new();
+        for ((vid, sid), (ts, _, present)) in &last {
+            if !present {
+                continue;
+            }
+            let page = self
+                .events
+                .iter()
+                .filter(|e| e.vid == *vid && e.sid == *sid && e.ts <= now)
+                .filter(|e| e.kind == Kind::PageView)
+                .max_by_key(|e| e.ts)
+                .map_or("", |e| e.path.as_str());
+            let slot = visitors.entry(vid).or_insert((*ts, page));
+            if *ts > slot.0 {
+                *slot = (*ts, page);
             }
         }
         let mut pages: BTreeMap<String, u64> = BTreeMap::new();
-        for vid in &visitors {
-            let mut latest: Option<&Event> = None;
-            for e in &self.events {
-                if e.vid == *vid
-                    && e.kind == Kind::PageView
-                    && e.ts <= now
-                    && latest.is_none_or(|l| e.ts >= l.ts)
-                {
-                    latest = Some(e);
-                }
-            }
-            if let Some(e) = latest {
-                *pages.entry(e.path.clone()).or_default() += 1;
+        for (_, page) in visitors.values() {
+            if !page.is_empty() {
+                *pages.entry((*page).to_owned()).or_default() += 1;
             }
         }
         (visitors.len() as u64, pages)

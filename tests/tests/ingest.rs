@@ -415,6 +415,75 @@ async fn a_warm_instance_makes_one_write_and_nothing_else_per_page_view() {
 }
 
 #[tokio::test]
+async fn leave_and_show_beacons_are_one_write_each_and_a_heartbeat_none() {
+    let rig = Rig::new().await;
+    let t = t0();
+    let beacon = |e: &str, n: u32, ts: i64, p: serde_json::Value| {
+        serde_json::json!({"s":"blog","sid":"sess1","e":e,"u":"https://example.com/pricing","p":p,
+            "tz":"Europe/Berlin","eid":eid(n, ts),"ts":ts})
+        .to_string()
+    };
+    let view = pageview("blog", "https://example.com/pricing", "", 1, t);
+    assert_eq!(rig.post(&view, "203.0.113.1", CHROME_MAC).await.0, 202);
+    rig.h.counter.reset();
+    let visit = [
+        (
+            "leave",
+            beacon(
+                "leave",
+                2,
+                t + 5_000,
+                serde_json::json!({"timeOnPage":5,"scrollDepth":30}),
+            ),
+        ),
+        ("show", beacon("show", 3, t + 65_000, serde_json::json!({}))),
+        (
+            "heartbeat",
+            beacon("heartbeat", 4, t + 75_000, serde_json::json!({})),
+        ),
+        (
+            "leave",
+            beacon(
+                "leave",
+                5,
+                t + 80_000,
+                serde_json::json!({"timeOnPage":15,"scrollDepth":60}),
+            ),
+        ),
+    ];
+    for (what, body) in &visit {
+        let (status, json) = rig.post(body, "203.0.113.1", CHROME_MAC).await;
+        assert_eq!(status, 202, "{what}: {json}");
+    }
+    // A leave or a show is one PutItem; a heartbeat is no request at all.
+    let ops = rig.h.counter.by_operation();
+    assert_eq!(rig.h.counter.total(), 3, "{ops:?}");
+    assert_eq!(ops.get("PutItem"), Some(&3), "{ops:?}");
+    let mut items = rig.h.event_items().await;
+    items.sort_by_key(|i| number(i, "ts"));
+    let got: Vec<_> = items
+        .iter()
+        .map(|i| {
+            (
+                string(i, "k"),
+                string(i, "lv"),
+                number(i, "em"),
+                number(i, "ts").map(|ts| ts - t),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some("pv"), None, None, Some(0)),
+            (Some("en"), Some("l"), Some(5_000), Some(5_000)),
+            (Some("en"), Some("s"), Some(0), Some(65_000)),
+            (Some("en"), Some("l"), Some(15_000), Some(80_000)),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn two_instances_without_a_secret_agree_on_visitor_ids() {
     let h = Harness::start().await;
     h.store

@@ -751,10 +751,12 @@ async fn dataset() -> (Rig, Vec<SiteData>) {
 }
 
 /// Visitors around the clock: three with an event in the last five minutes
-/// (one on the page of an older view), one only before the window.
+/// (one on the page of an older view), one only before the window, one
+/// whose tab was hidden (a leave) and one whose tab was hidden and shown
+/// again (a leave, then a show).
 fn realtime_posts(site: &str, host: &str, now: i64) -> Vec<Post> {
     let mut rng = Rng::new(99);
-    let visitors: Vec<Visitor> = (0..4)
+    let visitors: Vec<Visitor> = (0..6)
         .map(|n| Visitor {
             ip: format!("203.0.113.{}", 10 + n),
             user_agent: BROWSERS[n as usize].1,
@@ -773,6 +775,13 @@ fn realtime_posts(site: &str, host: &str, now: i64) -> Vec<Post> {
     posts.push(c.engagement(&mut rng, now - 150_000, 200, 90));
     let mut d = Tab::new(&mut rng, site, host, &visitors[3]);
     posts.push(d.pageview(&mut rng, now - 6 * MINUTE, "/about", None));
+    let mut e = Tab::new(&mut rng, site, host, &visitors[4]);
+    posts.push(e.pageview(&mut rng, now - 3 * MINUTE, "/docs", None));
+    posts.push(e.leave(&mut rng, now - MINUTE, 60, 40));
+    let mut f = Tab::new(&mut rng, site, host, &visitors[5]);
+    posts.push(f.pageview(&mut rng, now - 4 * MINUTE, "/docs", None));
+    posts.push(f.leave(&mut rng, now - 3 * MINUTE, 30, 20));
+    posts.push(f.show(&mut rng, now - MINUTE));
     for p in &mut posts {
         p.now_ms = p.ts + 1_000;
     }
@@ -1069,7 +1078,7 @@ async fn stored_events_are_what_the_generator_intended() {
             })
             .collect();
         let kind = |k: &str| mine.iter().filter(|i| string(i, "k") == Some(k)).count();
-        let realtime = 5; // page views posted by realtime_posts
+        let realtime = 7; // page views posted by realtime_posts
         assert_eq!(
             kind("pv"),
             s.traffic.count(Intent::PageView) + realtime,
@@ -1079,7 +1088,7 @@ async fn stored_events_are_what_the_generator_intended() {
         assert_eq!(kind("ev"), s.traffic.count(Intent::Custom), "{}", s.id);
         assert_eq!(
             kind("en"),
-            s.traffic.count(Intent::Engagement) + 1,
+            s.traffic.count(Intent::Engagement) + 4, // realtime_posts' beacons
             "{}",
             s.id
         );
@@ -1884,7 +1893,7 @@ async fn a_page_filter_counts_only_passing_page_views_as_page_goal_conversions()
 }
 
 #[tokio::test]
-async fn realtime_counts_visitors_of_the_last_five_minutes_on_their_latest_page() {
+async fn realtime_counts_visitors_with_a_tab_present_on_their_latest_page() {
     let (rig, key, _) = small_site("Europe/Berlin").await;
     let now = query_now();
     let posts = realtime_posts("hand", "example.com", now);
@@ -1892,7 +1901,8 @@ async fn realtime_counts_visitors_of_the_last_five_minutes_on_their_latest_page(
     rig.clock.set(now);
     let (status, json) = rig.get(&key, "/api/sites/hand/realtime").await;
     assert_eq!(status, 200, "{json}");
-    assert_eq!(json["visitors"], 3, "{json}");
+    // a, b, c, and f shown again; not d (gone) nor e (hidden).
+    assert_eq!(json["visitors"], 4, "{json}");
     let pages: BTreeMap<&str, u64> = json["pages"]
         .as_array()
         .unwrap()
@@ -1906,7 +1916,12 @@ async fn realtime_counts_visitors_of_the_last_five_minutes_on_their_latest_page(
         .collect();
     assert_eq!(
         pages,
-        BTreeMap::from([("/signup", 1), ("/", 1), ("/blog/rust-tips", 1)]),
+        BTreeMap::from([
+            ("/signup", 1),
+            ("/", 1),
+            ("/blog/rust-tips", 1),
+            ("/docs", 1)
+        ]),
         "{json}"
     );
     assert_eq!(json["meta"]["window_seconds"], 300);

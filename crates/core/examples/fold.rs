@@ -73,6 +73,7 @@ fn main() {
                 props: Default::default(),
                 engaged_ms: None,
                 scroll: None,
+                live: None,
                 non_interactive: false,
                 revenue: None,
             });

@@ -67,6 +67,23 @@ pub const MIN_LABEL_BYTES: usize = 16;
 /// Longest event id the key reserve assumes (both doors' limit).
 pub const MAX_EVENT_ID_BYTES: usize = 64;
 
+/// What a tab's beacon says about it being seen, for the live count
+/// ([`crate::query::realtime`]): the tracker's engagement beacon sent on
+/// hide or unload is a leave, and the beacon it sends when the tab is shown
+/// again after one is a show. Both are [`Kind::Engagement`] events (a show
+/// with no engaged time), so reports count them as they count engagement.
+/// Kept in raw events only: realtime reads nothing else, and a segment
+/// leaves it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Live {
+    /// The tab was hidden or closed.
+    #[serde(rename = "l")]
+    Leave,
+    /// The tab was shown again after a leave.
+    #[serde(rename = "s")]
+    Show,
+}
+
 /// What an event records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Kind {
@@ -166,6 +183,9 @@ pub struct Event {
     /// The revenue a custom event carries.
     #[serde(rename = "rv", default, skip_serializing_if = "Option::is_none")]
     pub revenue: Option<Revenue>,
+    /// A leave or show beacon's word on the tab ([`Live`]).
+    #[serde(rename = "lv", default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<Live>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -323,6 +343,7 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
         scroll: None,
         non_interactive: !hit.interactive,
         revenue: None,
+        live: None,
     };
     let mut path = page_path(&hit.url);
     if hit.hash_route
@@ -341,10 +362,15 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
             event.props = bounded_props(props);
             event.revenue = hit.revenue.clone().filter(|r| r.value().0 >= 0);
         }
-        HitKind::Engagement { active_ms, scroll } => {
+        HitKind::Engagement {
+            active_ms,
+            scroll,
+            live,
+        } => {
             event.kind = Kind::Engagement;
             event.engaged_ms = Some(*active_ms);
             event.scroll = Some(*scroll);
+            event.live = *live;
         }
     }
     fit(&mut event, key_reserve(site, hit.eid.as_deref()));
@@ -863,7 +889,7 @@ mod tests {
                 let kind = match kind {
                     0 => HitKind::PageView,
                     1 => HitKind::Custom { name, value, props: props.clone() },
-                    _ => HitKind::Engagement { active_ms: u64::MAX, scroll: 100 },
+                    _ => HitKind::Engagement { active_ms: u64::MAX, scroll: 100, live: Some(crate::event::Live::Leave) },
                 };
                 Hit {
                     site: SiteRef::Id("x".into()),

@@ -9,6 +9,7 @@
 
 use crate::Millis;
 use crate::classify::bot::BotKind;
+use crate::event::Live;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -171,12 +172,16 @@ pub enum HitKind {
         /// String properties.
         props: BTreeMap<String, String>,
     },
-    /// The engagement beacon sent when a page is hidden.
+    /// The engagement beacon sent when a page is hidden (Tally's tracker
+    /// names it `leave` when the tab was hidden or closed), or the `show`
+    /// beacon sent when a tab is shown again after a leave (no time).
     Engagement {
         /// Active (visible) time on the page, ms.
         active_ms: u64,
         /// Maximum scroll depth, percent.
         scroll: u8,
+        /// Whether the beacon is a leave or a show (the live count).
+        live: Option<crate::event::Live>,
     },
 }
 
@@ -360,12 +365,18 @@ fn kind(
     Ok(Ok(match e.unwrap_or("pageview") {
         "pageview" | "pv" => HitKind::PageView,
         "event" | "custom" => custom(props, limits)?,
-        "engagement" => {
+        "engagement" | "leave" | "show" => {
             let secs = number(props.get("timeOnPage"), "timeOnPage")?.unwrap_or(0.0);
             let scroll = number(props.get("scrollDepth"), "scrollDepth")?.unwrap_or(0.0);
+            let (secs, live) = match e {
+                Some("leave") => (secs, Some(Live::Leave)),
+                Some("show") => (0.0, Some(Live::Show)),
+                _ => (secs, None),
+            };
             HitKind::Engagement {
                 active_ms: (secs.min(86_400.0) * 1000.0) as u64,
                 scroll: scroll.min(100.0) as u8,
+                live,
             }
         }
         "click" | "outbound" => {
@@ -743,8 +754,42 @@ mod tests {
             hit.kind,
             HitKind::Engagement {
                 active_ms: 12_000,
-                scroll: 100
+                scroll: 100,
+                live: None
             }
+        );
+    }
+
+    #[test]
+    fn leave_and_show_are_engagement_beacons_that_say_so() {
+        let leave = parse_ok(
+            r#"{"s":"b","e":"leave","u":"https://e.com/","p":{"timeOnPage":7,"scrollDepth":40}}"#,
+        );
+        assert_eq!(
+            leave.kind,
+            HitKind::Engagement {
+                active_ms: 7_000,
+                scroll: 40,
+                live: Some(Live::Leave)
+            }
+        );
+        // A show carries no time, whatever it says.
+        let show = parse_ok(r#"{"s":"b","e":"show","u":"https://e.com/","p":{"timeOnPage":9}}"#);
+        assert_eq!(
+            show.kind,
+            HitKind::Engagement {
+                active_ms: 0,
+                scroll: 0,
+                live: Some(Live::Show)
+            }
+        );
+        // A heartbeat (ts-analytics' tick) is still never stored.
+        assert_eq!(
+            parse(
+                br#"{"s":"b","e":"heartbeat","u":"https://e.com/"}"#,
+                &Limits::default()
+            ),
+            Ok(Err(Drop::Ignored))
         );
     }
 

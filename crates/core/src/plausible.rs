@@ -174,6 +174,7 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
             HitKind::Engagement {
                 active_ms: e.unwrap_or(0.0).min(86_400_000.0) as u64,
                 scroll: sd.unwrap_or(0.0).min(100.0) as u8,
+                live: None,
             }
         }
         _ => {
@@ -357,7 +358,8 @@ mod tests {
             en.kind,
             HitKind::Engagement {
                 active_ms: 2585,
-                scroll: 32
+                scroll: 32,
+                live: None
             }
         );
     }
@@ -431,7 +433,8 @@ mod tests {
             en.kind,
             HitKind::Engagement {
                 active_ms: 0,
-                scroll: 100
+                scroll: 100,
+                live: None
             }
         );
         let long_ref = format!(

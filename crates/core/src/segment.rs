@@ -983,6 +983,7 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
                 0 => None,
                 v => Some(scroll_of(v)?),
             },
+            live: None,
             non_interactive: flag_of(b.non_interactive[i])?,
             revenue: revenue_of(cols, i)?.map(|(a, c)| crate::event::Revenue {
                 amount: a.to_owned(),
@@ -1291,6 +1292,7 @@ mod tests {
             props: BTreeMap::new(),
             engaged_ms: None,
             scroll: None,
+            live: None,
             non_interactive: false,
             revenue: None,
         }
@@ -1339,6 +1341,7 @@ mod tests {
                 country: place.0, region: place.1, city: place.2, screen: place.3,
                 name, value, props, engaged_ms, scroll, non_interactive,
                 revenue: revenue.map(|(amount, currency)| crate::event::Revenue { amount, currency }),
+                live: None,
             }
         }
     }

@@ -325,6 +325,7 @@ pub(crate) mod tests {
             props: Default::default(),
             engaged_ms: (kind == Kind::Engagement).then_some(3_000),
             scroll: None,
+            live: None,
             non_interactive: false,
             revenue: None,
         }

@@ -26,15 +26,19 @@
  *   s    site id (string)
  *   sid  session id: 12 chars [0-9a-z]; kept in sessionStorage "_tally_s" as
  *        "<sid>.<lastActivityMs>", renewed after 30 min without a send
- *   e    "pageview" | "event" | "engagement" | "click"
+ *   e    "pageview" | "event" | "engagement" | "leave" | "show" | "click"
  *   p    pageview   {}
  *        event      {name: string, value?: finite number, props?: object}
  *                   (props passed through as the caller gave them; documented
  *                   as {string: string}, the server validates/truncates)
  *        engagement {timeOnPage: integer seconds, scrollDepth: integer 0..100}
+ *        leave      the same as engagement: the beacon sent when the tab is
+ *                   hidden or the page unloads (live view)
+ *        show       {}: the tab is shown again after a leave (live view)
  *        click      {url: string, kind: "outbound" | "download"}
- *   u    page URL (location.href; for "engagement" the URL of the page view it
- *        belongs to, which matters after a popstate already changed location)
+ *   u    page URL (location.href; for "engagement", "leave" and "show" the URL
+ *        of the page view it belongs to, which matters after a popstate
+ *        already changed location)
  *   r    referrer of the current page view: document.referrer for the first
  *        page view of the document; for SPA page views, the previous page
  *        view's href (same host, so the server files it as internal/Direct).
@@ -46,15 +50,24 @@
  *        from eid.slice(12) (dedupe of a beacon delivered twice)
  *   ts   Date.now() at send (number, ms), the same value that ends eid
  *
- * Engagement rule: one "engagement" beacon per page view, sent when the page is
- * hidden (visibilitychange -> hidden, or pagehide) or before an SPA route
- * change / manual page view. timeOnPage is the active (visible) time not yet
- * reported, so the server SUMS timeOnPage over a page view's engagement
- * beacons; scrollDepth is the page view's maximum so far (server takes the
- * max). If the tab comes back and is hidden again, another beacon is sent only
- * when at least 1 s of new active time accrued; visibilitychange + pagehide
- * firing back to back therefore yield one beacon. Note: the first beacon is sent
- * even with timeOnPage 0, so its mere presence must not mean "not a bounce".
+ * Engagement rule: one engagement beacon per page view, sent when the page is
+ * hidden (visibilitychange -> hidden, or pagehide) as "leave", or before an
+ * SPA route change / manual page view as "engagement". timeOnPage is the
+ * active (visible) time not yet reported, so the server SUMS timeOnPage over
+ * a page view's engagement and leave beacons; scrollDepth is the page view's
+ * maximum so far (server takes the max). Before a route change, another
+ * "engagement" is sent only when at least 1 s of new active time accrued.
+ * Note: the first beacon is sent even with timeOnPage 0, so its mere presence
+ * must not mean "not a bounce".
+ *
+ * Live view: a hide sends a "leave" unless the tab already left (so
+ * visibilitychange + pagehide back to back yield one); the next time the tab
+ * is shown it sends one "show" (a tab loaded in the background never left,
+ * so its first show sends nothing). No timer, no heartbeat: a shown tab
+ * sends nothing while idle, and the server counts it as present until five
+ * minutes after its last event (docs/API.md, realtime). Writes per page
+ * view: the page view and one leave, plus a show and a leave per time the
+ * tab is shown again.
  *
  * Never throws into the page, never logs. No globals besides window.tally (and
  * window.fathom, only when not already defined).
@@ -174,6 +187,7 @@
   // ---- engagement: active ms not yet reported, visible-since, max scroll %,
   // and whether this page view already sent its beacon.
   var act = 0, t0 = 0, max = 0, sent = 0, thr;
+  var left;                         // a leave was sent and no show since
 
   function tick() {                 // add the visible time since t0
     if (t0) { var x = Date.now(); act += x - t0; t0 = x; }
@@ -184,11 +198,16 @@
     max = Math.max(max, h > v ? Math.min(100, Math.round((w.pageYOffset + v) / h * 100)) : 100);
   }
 
-  function flush() {
+  // flush(hide): hide is truthy on a hide or unload (the pagehide event
+  // itself when called as its listener): a "leave", once until the next show.
+  // Otherwise (a route change) an "engagement" when there is news.
+  function flush(hide) {
     tick(); scroll();
-    if (!sent || act >= 1e3) {      // else: nothing new worth another beacon
+    if (hide ? !left : !sent || act >= 1e3) {
       sent = 1;
-      go('engagement', { timeOnPage: Math.round(act / 1e3), scrollDepth: max }, href);
+      left = left || hide;
+      go(hide ? 'leave' : 'engagement',
+        { timeOnPage: Math.round(act / 1e3), scrollDepth: max }, href);
       act = 0;
     }
   }
@@ -232,7 +251,11 @@
     if (hashRouting) on_(w, 'hashchange', function () { nav(); });
 
     on_(d, 'visibilitychange', function () {
-      if (d.hidden) { flush(); t0 = 0; } else t0 = t0 || Date.now(); // keep a running interval
+      if (d.hidden) { flush(1); t0 = 0; }
+      else {
+        t0 = t0 || Date.now();      // keep a running interval
+        if (left) { left = 0; go('show', {}, href); }   // one per show, no timer
+      }
     });
     on_(w, 'pagehide', flush);
     on_(w, 'scroll', function () {      // throttled

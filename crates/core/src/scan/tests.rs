@@ -154,6 +154,7 @@ fn event(s: &Spec, anchors: &[Millis]) -> Event {
         } else {
             None
         },
+        live: None,
         non_interactive: s.non_interactive && kind == Kind::Custom,
         revenue: match (kind, s.revenue) {
             (Kind::Custom, Some(r)) => Some(Revenue {

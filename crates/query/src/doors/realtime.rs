@@ -1,6 +1,8 @@
-//! Realtime: visitors of the last minutes, counted from the window's raw
-//! events (`tally_core::query::realtime::count`), for Tally's `realtime`
-//! and Plausible v1's `realtime/visitors`.
+//! Realtime: visitors present now, counted from the window's raw events
+//! (`tally_core::query::realtime::count`: tabs that have not left, heard
+//! from in the last five minutes), for Tally's `realtime` and Plausible
+//! v1's `realtime/visitors`. One read: the raw hour partitions the window
+//! overlaps (one Query each, per shard; BENCHMARKS.md, "The live view").
 
 use crate::access::Access;
 use crate::doors::reports;
@@ -8,22 +10,21 @@ use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
-use tally_core::MINUTE_MS;
 use tally_core::Millis;
-use tally_core::query::realtime::{self, Realtime, WINDOW_MS};
+use tally_core::query::realtime::{self, AHEAD_MS, Realtime, WINDOW_MS};
 use tally_core::query::tally::body::RealtimeBody;
 use tally_core::site::Site;
 
-/// Visitors with an event in the window and their latest pages.
+/// Visitors with a tab present and their latest pages.
 pub(crate) async fn count<S: QueryStore>(
     store: &S,
     site: &Site,
     now: Millis,
 ) -> Result<Realtime, ApiError> {
     let events = store
-        .events(site, now - WINDOW_MS, now + MINUTE_MS, now)
+        .events(site, now - WINDOW_MS, now + AHEAD_MS, now)
         .await?;
-    Ok(realtime::count(&events))
+    Ok(realtime::count(&events, now))
 }
 
 /// `GET …/realtime`, as JSON: not through a filtered shared link (its
