@@ -3,12 +3,11 @@
 //! per-instance site cache for the hot path.
 
 use crate::Store;
-use crate::error::{StoreError, condition_held, from_sdk};
+use crate::error::{StoreError, from_sdk, service_code};
 use crate::item::{Item, from_item, key, string, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_smithy_types::retry::RetryConfig;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -74,13 +73,20 @@ impl Store {
     /// Creates a site; fails with `Request` if the id is taken.
     pub async fn create_site(&self, site: &Site) -> Result<(), StoreError> {
         let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
-        if self.put_if(item, "attribute_not_exists(pk)").await? {
-            Ok(())
-        } else {
-            Err(StoreError::Request(format!(
-                "site {:?} already exists",
-                site.id
-            )))
+        let result = self
+            .client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Err(
+                StoreError::Request(format!("site {:?} already exists", site.id)),
+            ),
+            Err(err) => Err(from_sdk(err)),
         }
     }
 
@@ -97,13 +103,29 @@ impl Store {
             .set_item(Some(item))
             .condition_expression(condition)
             .set_expression_attribute_values(values);
-        condition_held(put.send().await)
+        match put.send().await {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
     }
 
     /// Deletes a site's item (ingest refuses its events from then on, once
     /// caches expire): whether it existed.
     pub async fn delete_site(&self, id: &str) -> Result<bool, StoreError> {
-        self.delete_existing(key(SITES_PK, keys::site_sk(id))).await
+        let result = self
+            .client
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key(SITES_PK, keys::site_sk(id))))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
     }
 
     /// Replaces the shard plan of `site` (as read) with `plan`
@@ -145,7 +167,11 @@ impl Store {
                 aws_sdk_dynamodb::config::Builder::default()
                     .retry_config(RetryConfig::standard().with_max_attempts(1)),
             );
-        Ok(condition_held(update.send().await)?.then_some(written))
+        match update.send().await {
+            Ok(_) => Ok(Some(written)),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(None),
+            Err(err) => Err(from_sdk(err)),
+        }
     }
 
     /// Reads one site with a strongly consistent read (before changing its
@@ -160,8 +186,13 @@ impl Store {
     }
 
     async fn read_site(&self, id: &str, consistent: bool) -> Result<Option<Site>, StoreError> {
-        self.get_as(SITES_PK.to_owned(), keys::site_sk(id), consistent)
-            .await
+        match self
+            .get(key(SITES_PK, keys::site_sk(id)), consistent)
+            .await?
+        {
+            Some(item) => Ok(Some(from_item(item)?)),
+            None => Ok(None),
+        }
     }
 
     /// Every site, in id order.
@@ -191,13 +222,13 @@ impl Store {
 
     /// Stores an API key record under its site.
     pub async fn put_api_key(&self, site: &str, record: &ApiKeyRecord) -> Result<(), StoreError> {
-        self.put_as(
+        let item = with_keys(
             record,
             keys::site_pk(site),
             keys::api_key_sk(&record.hash),
             None,
-        )
-        .await
+        )?;
+        self.put(item).await
     }
 
     /// Reads an API key record by the key's hash.
@@ -206,8 +237,13 @@ impl Store {
         site: &str,
         hash: &str,
     ) -> Result<Option<ApiKeyRecord>, StoreError> {
-        self.get_as(keys::site_pk(site), keys::api_key_sk(hash), false)
-            .await
+        match self
+            .get(key(keys::site_pk(site), keys::api_key_sk(hash)), false)
+            .await?
+        {
+            Some(item) => Ok(Some(from_item(item)?)),
+            None => Ok(None),
+        }
     }
 
     /// Every API key record of a site.
@@ -221,19 +257,24 @@ impl Store {
 
     /// Stores a shared link under its site (replacing one with its hash).
     pub async fn put_share(&self, site: &str, share: &Share) -> Result<(), StoreError> {
-        self.put_as(
+        let item = with_keys(
             share,
             keys::site_pk(site),
             keys::share_sk(&share.hash),
             None,
-        )
-        .await
+        )?;
+        self.put(item).await
     }
 
     /// Reads a shared link by its token's hash.
     pub async fn share(&self, site: &str, hash: &str) -> Result<Option<Share>, StoreError> {
-        self.get_as(keys::site_pk(site), keys::share_sk(hash), false)
-            .await
+        match self
+            .get(key(keys::site_pk(site), keys::share_sk(hash)), false)
+            .await?
+        {
+            Some(item) => Ok(Some(from_item(item)?)),
+            None => Ok(None),
+        }
     }
 
     /// Every shared link of a site.
@@ -302,7 +343,11 @@ impl Store {
             .expression_attribute_values(":delta", AttributeValue::N(delta.to_string()))
             .expression_attribute_values(":bound", AttributeValue::N(bound.to_string()))
             .expression_attribute_values(":ttl", AttributeValue::N(expires.to_string()));
-        condition_held(update.send().await)
+        match update.send().await {
+            Ok(_) => Ok(true),
+            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(err) => Err(from_sdk(err)),
+        }
     }
 
     /// Writes an item unconditionally.
@@ -315,57 +360,6 @@ impl Store {
             .await
             .map_err(from_sdk)?;
         Ok(())
-    }
-
-    /// Serialises `value` with its keys (and `ttl`) and writes it
-    /// unconditionally.
-    pub(crate) async fn put_as<T: Serialize>(
-        &self,
-        value: &T,
-        pk: String,
-        sk: String,
-        ttl: Option<i64>,
-    ) -> Result<(), StoreError> {
-        self.put(with_keys(value, pk, sk, ttl)?).await
-    }
-
-    /// Writes an item on a condition: whether it held.
-    pub(crate) async fn put_if(&self, item: Item, condition: &str) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(item))
-            .condition_expression(condition)
-            .send()
-            .await;
-        condition_held(result)
-    }
-
-    /// Deletes an item if it exists: whether it did.
-    pub(crate) async fn delete_existing(&self, key: Item) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .delete_item()
-            .table_name(self.table())
-            .set_key(Some(key))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        condition_held(result)
-    }
-
-    /// Reads an item by key as a type.
-    pub(crate) async fn get_as<T: DeserializeOwned>(
-        &self,
-        pk: String,
-        sk: String,
-        consistent: bool,
-    ) -> Result<Option<T>, StoreError> {
-        self.get(key(pk, sk), consistent)
-            .await?
-            .map(from_item)
-            .transpose()
     }
 
     /// Reads an item by key.
