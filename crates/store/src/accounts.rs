@@ -15,7 +15,7 @@
 //! sets the password) and guesses are counted with an atomic `ADD`.
 
 use crate::Store;
-use crate::error::{StoreError, from_sdk, service_code};
+use crate::error::{StoreError, condition_held, from_sdk, service_code};
 use crate::item::{Item, from_item, key, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::{
@@ -120,6 +120,20 @@ impl Store {
         Ok(TransactWriteItem::builder().delete(delete).build())
     }
 
+    /// Spends a token's item in a transaction: deletes it on the condition
+    /// that it exists and is live at `now`.
+    fn spend_item(&self, key: Item, now: Millis) -> Result<TransactWriteItem, StoreError> {
+        let spend = build(
+            Delete::builder()
+                .table_name(self.table())
+                .set_key(Some(key))
+                .condition_expression("attribute_exists(pk) AND expires > :now")
+                .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+                .build(),
+        )?;
+        Ok(TransactWriteItem::builder().delete(spend).build())
+    }
+
     /// Runs a transaction: `Ok(false)` when a condition failed.
     async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<bool, StoreError> {
         let result = self
@@ -135,59 +149,29 @@ impl Store {
         }
     }
 
-    /// Puts an item on a condition: `Ok(false)` when it failed.
-    async fn put_if(&self, item: Item, condition: &str) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(item))
-            .condition_expression(condition)
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(err) => Err(from_sdk(err)),
-        }
-    }
-
-    /// Deletes an item if it exists: whether it did.
-    async fn delete_existing(&self, key: Item) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .delete_item()
-            .table_name(self.table())
-            .set_key(Some(key))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(err) => Err(from_sdk(err)),
-        }
-    }
-
-    async fn get_as<T: serde::de::DeserializeOwned>(
-        &self,
-        pk: String,
-        sk: String,
-        consistent: bool,
-    ) -> Result<Option<T>, StoreError> {
-        self.get(key(pk, sk), consistent)
-            .await?
-            .map(from_item)
-            .transpose()
-    }
-
-    fn user_items(&self, user: &User) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let user_item = with_keys(
+    fn user_item(user: &User) -> Result<Item, StoreError> {
+        with_keys(
             user,
             keys::user_pk(&user.id),
             keys::USER_SK.to_owned(),
             None,
-        )?;
+        )
+    }
+
+    /// The instance owner marker naming `uid`.
+    fn owner_item(uid: &str) -> Result<Item, StoreError> {
+        with_keys(
+            &OwnerItem {
+                uid: uid.to_owned(),
+            },
+            INSTANCE_PK.to_owned(),
+            keys::OWNER_SK.to_owned(),
+            None,
+        )
+    }
+
+    fn user_items(&self, user: &User) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let user_item = Self::user_item(user)?;
         let email_item = with_keys(
             &EmailItem {
                 uid: user.id.clone(),
@@ -218,24 +202,9 @@ impl Store {
         user: &User,
         now: Millis,
     ) -> Result<Result<(), SetupRefused>, StoreError> {
-        let owner = with_keys(
-            &OwnerItem {
-                uid: user.id.clone(),
-            },
-            INSTANCE_PK.to_owned(),
-            keys::OWNER_SK.to_owned(),
-            None,
-        )?;
-        let spend = build(
-            Delete::builder()
-                .table_name(self.table())
-                .set_key(Some(key(INSTANCE_PK, keys::setup_sk(token_hash))))
-                .condition_expression("attribute_exists(pk) AND expires > :now")
-                .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
-                .build(),
-        )?;
+        let owner = Self::owner_item(&user.id)?;
         let mut items = vec![
-            TransactWriteItem::builder().delete(spend).build(),
+            self.spend_item(key(INSTANCE_PK, keys::setup_sk(token_hash)), now)?,
             self.put_item(owner, Some("attribute_not_exists(pk)"))?,
         ];
         items.extend(self.user_items(user)?);
@@ -274,13 +243,8 @@ impl Store {
     /// known devices): `Ok(false)` if the user is gone. The email is not
     /// changed here.
     pub async fn put_user(&self, user: &User) -> Result<bool, StoreError> {
-        let item = with_keys(
-            user,
-            keys::user_pk(&user.id),
-            keys::USER_SK.to_owned(),
-            None,
-        )?;
-        self.put_if(item, "attribute_exists(pk)").await
+        self.put_if(Self::user_item(user)?, "attribute_exists(pk)")
+            .await
     }
 
     /// Records that a user's TOTP code of `step` was accepted, unless that
@@ -299,22 +263,18 @@ impl Store {
             .expression_attribute_values(":step", AttributeValue::N(step.to_string()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(err) => Err(from_sdk(err)),
-        }
+        condition_held(result)
     }
 
     /// Stores a session (TTL when it can no longer be live).
     pub async fn put_session(&self, session: &Session) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             session,
             keys::user_pk(&session.uid),
             keys::session_sk(&session.hash),
             Some(session.expires_s()),
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Reads a session by its token's hash.
@@ -350,11 +310,8 @@ impl Store {
             .expression_attribute_values(":ttl", AttributeValue::N(session.expires_s().to_string()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(err) => Err(from_sdk(err)),
-        }
+        // A session ended meanwhile stays ended.
+        condition_held(result).map(|_| ())
     }
 
     /// Deletes a session: whether it existed.
@@ -365,13 +322,13 @@ impl Store {
 
     /// Stores a pending 2FA login (TTL at its end).
     pub async fn put_pending(&self, pending: &PendingLogin) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             pending,
             keys::user_pk(&pending.uid),
             keys::pending_sk(&pending.hash),
             Some(ttl_s(pending.expires)),
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Reads a pending 2FA login.
@@ -389,13 +346,13 @@ impl Store {
 
     /// Stores a password reset token (TTL at its end).
     pub async fn put_reset(&self, reset: &PasswordReset) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             reset,
             keys::user_pk(&reset.uid),
             keys::reset_sk(&reset.hash),
             Some(ttl_s(reset.expires)),
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Reads a password reset token by its hash.
@@ -415,16 +372,9 @@ impl Store {
         phc: &str,
         now: Millis,
     ) -> Result<bool, StoreError> {
-        let spend = build(
-            Delete::builder()
-                .table_name(self.table())
-                .set_key(Some(key(
-                    keys::user_pk(&reset.uid),
-                    keys::reset_sk(&reset.hash),
-                )))
-                .condition_expression("attribute_exists(pk) AND expires > :now")
-                .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
-                .build(),
+        let spend = self.spend_item(
+            key(keys::user_pk(&reset.uid), keys::reset_sk(&reset.hash)),
+            now,
         )?;
         let set = build(
             Update::builder()
@@ -436,7 +386,7 @@ impl Store {
                 .build(),
         )?;
         self.transact(vec![
-            TransactWriteItem::builder().delete(spend).build(),
+            spend,
             TransactWriteItem::builder().update(set).build(),
         ])
         .await
@@ -462,11 +412,7 @@ impl Store {
             .expression_attribute_values(":current", AttributeValue::S(current.to_owned()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(err) => Err(from_sdk(err)),
-        }
+        condition_held(result)
     }
 
     /// Ends what a new password makes stale: every session of the user but
@@ -563,13 +509,13 @@ impl Store {
 
     /// Stores an invite (TTL at its end).
     pub async fn put_invite(&self, invite: &Invite) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             invite,
             keys::site_pk(&invite.site),
             keys::invite_sk(&invite.hash),
             Some(ttl_s(invite.expires)),
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Reads an invite.
@@ -623,20 +569,13 @@ impl Store {
         membership: &Membership,
         now: Millis,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let spend = build(
-            Delete::builder()
-                .table_name(self.table())
-                .set_key(Some(key(
-                    keys::site_pk(&invite.site),
-                    keys::invite_sk(&invite.hash),
-                )))
-                .condition_expression("attribute_exists(pk) AND expires > :now")
-                .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
-                .build(),
+        let spend = self.spend_item(
+            key(keys::site_pk(&invite.site), keys::invite_sk(&invite.hash)),
+            now,
         )?;
         let (by_site, by_user) = self.membership_items(membership)?;
         Ok(vec![
-            TransactWriteItem::builder().delete(spend).build(),
+            spend,
             self.put_item(by_site, None)?,
             self.put_item(by_user, None)?,
         ])
@@ -658,15 +597,8 @@ impl Store {
 
     /// Makes `uid` the instance owner unless there is one: whether it did.
     pub async fn claim_instance_owner(&self, uid: &str) -> Result<bool, StoreError> {
-        let item = with_keys(
-            &OwnerItem {
-                uid: uid.to_owned(),
-            },
-            INSTANCE_PK.to_owned(),
-            keys::OWNER_SK.to_owned(),
-            None,
-        )?;
-        self.put_if(item, "attribute_not_exists(pk)").await
+        self.put_if(Self::owner_item(uid)?, "attribute_not_exists(pk)")
+            .await
     }
 
     /// The instance settings (defaults when never written).
@@ -682,24 +614,24 @@ impl Store {
         &self,
         settings: &InstanceSettings,
     ) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             settings,
             INSTANCE_PK.to_owned(),
             keys::SETTINGS_SK.to_owned(),
             None,
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Stores a setup token (TTL at its end).
     pub async fn put_setup_token(&self, token: &SetupToken) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             token,
             INSTANCE_PK.to_owned(),
             keys::setup_sk(&token.hash),
             Some(ttl_s(token.expires)),
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Reads a setup token by its hash.
@@ -738,13 +670,13 @@ impl Store {
 
     /// Appends an audit entry.
     pub async fn put_audit(&self, log: &AuditLog, entry: &AuditEntry) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             entry,
             log.pk(),
             keys::audit_sk(entry.at, &entry.nonce),
             None,
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// A page of a log's entries, newest first: at most `limit` (capped at

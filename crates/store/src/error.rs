@@ -44,6 +44,21 @@ where
     }
 }
 
+/// A conditional write's answer: `Ok(true)` when it was made, `Ok(false)`
+/// when its condition failed (`ConditionalCheckFailedException`), any
+/// other failure mapped by [`from_sdk`].
+pub(crate) fn condition_held<O, E, R>(result: Result<O, SdkError<E, R>>) -> Result<bool, StoreError>
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
+        Err(err) => Err(from_sdk(err)),
+    }
+}
+
 /// Maps any SDK error to a [`StoreError`].
 pub fn from_sdk<E, R>(err: SdkError<E, R>) -> StoreError
 where

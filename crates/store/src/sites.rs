@@ -3,11 +3,12 @@
 //! per-instance site cache for the hot path.
 
 use crate::Store;
-use crate::error::{StoreError, from_sdk, service_code};
+use crate::error::{StoreError, condition_held, from_sdk};
 use crate::item::{Item, from_item, key, string, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_smithy_types::retry::RetryConfig;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -73,20 +74,13 @@ impl Store {
     /// Creates a site; fails with `Request` if the id is taken.
     pub async fn create_site(&self, site: &Site) -> Result<(), StoreError> {
         let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
-        let result = self
-            .client
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Err(
-                StoreError::Request(format!("site {:?} already exists", site.id)),
-            ),
-            Err(err) => Err(from_sdk(err)),
+        if self.put_if(item, "attribute_not_exists(pk)").await? {
+            Ok(())
+        } else {
+            Err(StoreError::Request(format!(
+                "site {:?} already exists",
+                site.id
+            )))
         }
     }
 
@@ -103,29 +97,13 @@ impl Store {
             .set_item(Some(item))
             .condition_expression(condition)
             .set_expression_attribute_values(values);
-        match put.send().await {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(err) => Err(from_sdk(err)),
-        }
+        condition_held(put.send().await)
     }
 
     /// Deletes a site's item (ingest refuses its events from then on, once
     /// caches expire): whether it existed.
     pub async fn delete_site(&self, id: &str) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .delete_item()
-            .table_name(self.table())
-            .set_key(Some(key(SITES_PK, keys::site_sk(id))))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(err) => Err(from_sdk(err)),
-        }
+        self.delete_existing(key(SITES_PK, keys::site_sk(id))).await
     }
 
     /// Replaces the shard plan of `site` (as read) with `plan`
@@ -167,11 +145,7 @@ impl Store {
                 aws_sdk_dynamodb::config::Builder::default()
                     .retry_config(RetryConfig::standard().with_max_attempts(1)),
             );
-        match update.send().await {
-            Ok(_) => Ok(Some(written)),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(None),
-            Err(err) => Err(from_sdk(err)),
-        }
+        Ok(condition_held(update.send().await)?.then_some(written))
     }
 
     /// Reads one site with a strongly consistent read (before changing its
@@ -186,13 +160,8 @@ impl Store {
     }
 
     async fn read_site(&self, id: &str, consistent: bool) -> Result<Option<Site>, StoreError> {
-        match self
-            .get(key(SITES_PK, keys::site_sk(id)), consistent)
-            .await?
-        {
-            Some(item) => Ok(Some(from_item(item)?)),
-            None => Ok(None),
-        }
+        self.get_as(SITES_PK.to_owned(), keys::site_sk(id), consistent)
+            .await
     }
 
     /// Every site, in id order.
@@ -222,13 +191,13 @@ impl Store {
 
     /// Stores an API key record under its site.
     pub async fn put_api_key(&self, site: &str, record: &ApiKeyRecord) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             record,
             keys::site_pk(site),
             keys::api_key_sk(&record.hash),
             None,
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Reads an API key record by the key's hash.
@@ -237,13 +206,8 @@ impl Store {
         site: &str,
         hash: &str,
     ) -> Result<Option<ApiKeyRecord>, StoreError> {
-        match self
-            .get(key(keys::site_pk(site), keys::api_key_sk(hash)), false)
-            .await?
-        {
-            Some(item) => Ok(Some(from_item(item)?)),
-            None => Ok(None),
-        }
+        self.get_as(keys::site_pk(site), keys::api_key_sk(hash), false)
+            .await
     }
 
     /// Every API key record of a site.
@@ -257,24 +221,19 @@ impl Store {
 
     /// Stores a shared link under its site (replacing one with its hash).
     pub async fn put_share(&self, site: &str, share: &Share) -> Result<(), StoreError> {
-        let item = with_keys(
+        self.put_as(
             share,
             keys::site_pk(site),
             keys::share_sk(&share.hash),
             None,
-        )?;
-        self.put(item).await
+        )
+        .await
     }
 
     /// Reads a shared link by its token's hash.
     pub async fn share(&self, site: &str, hash: &str) -> Result<Option<Share>, StoreError> {
-        match self
-            .get(key(keys::site_pk(site), keys::share_sk(hash)), false)
-            .await?
-        {
-            Some(item) => Ok(Some(from_item(item)?)),
-            None => Ok(None),
-        }
+        self.get_as(keys::site_pk(site), keys::share_sk(hash), false)
+            .await
     }
 
     /// Every shared link of a site.
@@ -343,11 +302,7 @@ impl Store {
             .expression_attribute_values(":delta", AttributeValue::N(delta.to_string()))
             .expression_attribute_values(":bound", AttributeValue::N(bound.to_string()))
             .expression_attribute_values(":ttl", AttributeValue::N(expires.to_string()));
-        match update.send().await {
-            Ok(_) => Ok(true),
-            Err(err) if service_code(&err) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(err) => Err(from_sdk(err)),
-        }
+        condition_held(update.send().await)
     }
 
     /// Writes an item unconditionally.
@@ -360,6 +315,57 @@ impl Store {
             .await
             .map_err(from_sdk)?;
         Ok(())
+    }
+
+    /// Serialises `value` with its keys (and `ttl`) and writes it
+    /// unconditionally.
+    pub(crate) async fn put_as<T: Serialize>(
+        &self,
+        value: &T,
+        pk: String,
+        sk: String,
+        ttl: Option<i64>,
+    ) -> Result<(), StoreError> {
+        self.put(with_keys(value, pk, sk, ttl)?).await
+    }
+
+    /// Writes an item on a condition: whether it held.
+    pub(crate) async fn put_if(&self, item: Item, condition: &str) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .condition_expression(condition)
+            .send()
+            .await;
+        condition_held(result)
+    }
+
+    /// Deletes an item if it exists: whether it did.
+    pub(crate) async fn delete_existing(&self, key: Item) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        condition_held(result)
+    }
+
+    /// Reads an item by key as a type.
+    pub(crate) async fn get_as<T: DeserializeOwned>(
+        &self,
+        pk: String,
+        sk: String,
+        consistent: bool,
+    ) -> Result<Option<T>, StoreError> {
+        self.get(key(pk, sk), consistent)
+            .await?
+            .map(from_item)
+            .transpose()
     }
 
     /// Reads an item by key.
