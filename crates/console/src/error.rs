@@ -113,21 +113,7 @@ impl From<PasswordError> for ConsoleError {
     }
 }
 
-/// `{"error": {"code", "message"}}`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ErrorBody<'a> {
-    /// The error.
-    pub error: ErrorDetail<'a>,
-}
-
-/// The code and text of an [`ErrorBody`].
-#[derive(Debug, Clone, Serialize)]
-pub struct ErrorDetail<'a> {
-    /// The machine code.
-    pub code: &'a str,
-    /// The text.
-    pub message: &'a str,
-}
+pub use tally_lambda::error_body::{ErrorBody, ErrorDetail};
 
 /// A JSON response of a typed body, never cached.
 pub fn json_response<T: Serialize>(status: u16, body: &T) -> Response<Body> {
@@ -158,12 +144,7 @@ pub fn with_cookie(mut response: Response<Body>, cookie: &str) -> Response<Body>
 
 /// The response of an error.
 pub fn error_response(e: &ConsoleError) -> Response<Body> {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            code: e.code,
-            message: &e.message,
-        },
-    };
+    let body = ErrorBody::new(e.code, &e.message);
     let mut response = json_response(e.status, &body);
     if let Some(seconds) = e.retry_after
         && let Ok(value) = HeaderValue::from_str(&seconds.to_string())

@@ -1,10 +1,13 @@
 //! `tally-lambda`: what the Lambda functions (and `tally dev`) share at the
 //! edge, so `tally-store` stays DynamoDB and nothing else.
 //!
+//! - [`error_body`]: the `{"error": {"code", "message"}}` body every HTTP
+//!   door answers an error with.
 //! - [`logging`]: structured JSON logs on stderr.
 //! - [`request`]: what an HTTP request says about its client.
 //! - [`metrics`]: CloudWatch Embedded Metric Format lines on stdout.
 
+pub mod error_body;
 pub mod logging;
 pub mod metrics;
 pub mod request;

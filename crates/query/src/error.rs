@@ -103,21 +103,7 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// An error as Tally's API writes it: `{"error": {"code", "message"}}`.
-#[derive(Debug, Clone, Serialize)]
-pub struct ErrorBody<'a> {
-    /// The error.
-    pub error: ErrorDetail<'a>,
-}
-
-/// The code and text of an [`ErrorBody`].
-#[derive(Debug, Clone, Serialize)]
-pub struct ErrorDetail<'a> {
-    /// The machine code.
-    pub code: &'a str,
-    /// The text.
-    pub message: &'a str,
-}
+pub use tally_lambda::error_body::{ErrorBody, ErrorDetail};
 
 /// An error as Plausible's Stats API writes it: `{"error": "…"}`.
 #[derive(Debug, Clone, Serialize)]
@@ -145,12 +131,7 @@ pub fn json_response<T: Serialize>(status: u16, body: &T) -> Response<Body> {
         Err(e) => {
             tracing::error!(error = %e, "response did not serialise");
             let e = ApiError::internal();
-            let body = ErrorBody {
-                error: ErrorDetail {
-                    code: e.code,
-                    message: &e.message,
-                },
-            };
+            let body = ErrorBody::new(e.code, &e.message);
             (e.status, json_text(&body).unwrap_or_default())
         }
     };
@@ -168,13 +149,7 @@ pub fn json_response<T: Serialize>(status: u16, body: &T) -> Response<Body> {
 
 /// The response of an error: `{"error": {"code", "message"}}`.
 pub fn error_response(e: &ApiError) -> Response<Body> {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            code: e.code,
-            message: &e.message,
-        },
-    };
-    json_response(e.status, &body)
+    json_response(e.status, &ErrorBody::new(e.code, &e.message))
 }
 
 /// The response of an error of Plausible's Stats API: `{"error": "…"}`. A
