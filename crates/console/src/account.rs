@@ -10,13 +10,11 @@ use crate::body::{
 };
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
-use crate::guard;
-use crate::login::{audit_entry, check_password};
+use crate::{audit, guard};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
 use tally_core::account::role::{InstanceAction, instance_allows};
 use tally_core::account::{AuditAction, InstanceSettings, User, token, totp};
-use tally_store::accounts::AuditLog;
 
 /// `GET me`.
 pub async fn me<S: ConsoleStore>(
@@ -103,41 +101,49 @@ pub async fn totp_setup<S: ConsoleStore>(
     ))
 }
 
-/// Checks a code of `user` (guess-limited, a step good once).
+/// Checks a code of the signed-in user's secret, set up or on.
 async fn check_code<S: ConsoleStore>(
     store: &S,
     config: &Config,
     request: &Request,
-    user: &User,
+    signed: &Signed,
     code: &str,
     now: Millis,
 ) -> Result<(), ConsoleError> {
-    let taken = guard::take(store, config, request, &user.id, Some(user), now).await?;
-    let step = user
-        .totp_bytes()
-        .and_then(|secret| totp::verify(&secret, code, now, user.totp_last_step));
-    let accepted = match step {
-        Some(step) => store.accept_totp_step(&user.id, step).await?,
-        None => false,
-    };
-    if !accepted {
-        tracing::info!(event = "totp_failed", uid = %user.id, "wrong 2FA code");
-        return Err(ConsoleError::new(
-            401,
-            "invalid_code",
-            "wrong or already used code",
-        ));
-    }
-    guard::give_back(store, taken).await;
-    Ok(())
+    let user = &signed.user;
+    guard::code(store, config, request, user, user.totp_bytes(), code, now).await
 }
 
-/// The user as stored now (after a TOTP step was recorded).
-async fn reread<S: ConsoleStore>(store: &S, uid: &str) -> Result<User, ConsoleError> {
-    store
-        .user(uid)
+/// Turns the signed-in user's 2FA on (with the secret set up) or off (the
+/// secret forgotten), once its code was checked: the user as stored now
+/// (after a TOTP step was recorded) is written, and audited.
+async fn switch_totp<S: ConsoleStore>(
+    store: &S,
+    signed: &Signed,
+    on: bool,
+    now: Millis,
+) -> Result<Response<Body>, ConsoleError> {
+    let mut user = store
+        .user(&signed.user.id)
         .await?
-        .ok_or_else(ConsoleError::not_signed_in)
+        .ok_or_else(ConsoleError::not_signed_in)?;
+    user.totp_enabled = on;
+    if !on {
+        user.totp_secret = None;
+    }
+    store.put_user(&user).await?;
+    let action = if on {
+        AuditAction::TotpEnabled
+    } else {
+        AuditAction::TotpDisabled
+    };
+    audit::instance(store, &user, action, &user.id, "", now).await?;
+    if on {
+        tracing::info!(event = "totp_enabled", uid = %user.id, "2FA on");
+    } else {
+        tracing::info!(event = "totp_disabled", uid = %user.id, "2FA off");
+    }
+    Ok(json_response(200, &Done { ok: true }))
 }
 
 /// `POST totp/enable {code}`: turns 2FA on once a code of the new secret
@@ -164,14 +170,8 @@ pub async fn totp_enable<S: ConsoleStore>(
             "call totp/setup first",
         ));
     }
-    check_code(store, config, request, &signed.user, &body.code, now).await?;
-    let mut user = reread(store, &signed.user.id).await?;
-    user.totp_enabled = true;
-    store.put_user(&user).await?;
-    let entry = audit_entry(&user, AuditAction::TotpEnabled, &user.id, "", now)?;
-    store.put_audit(&AuditLog::Instance, &entry).await?;
-    tracing::info!(event = "totp_enabled", uid = %user.id, "2FA on");
-    Ok(json_response(200, &Done { ok: true }))
+    check_code(store, config, request, signed, &body.code, now).await?;
+    switch_totp(store, signed, true, now).await
 }
 
 /// `POST totp/disable {password, code}`: turns 2FA off (not while the
@@ -198,32 +198,11 @@ pub async fn totp_disable<S: ConsoleStore>(
             "this instance requires two-factor authentication",
         ));
     }
-    let taken = guard::take(
-        store,
-        config,
-        request,
-        &signed.user.id,
-        Some(&signed.user),
-        now,
-    )
-    .await?;
-    if !check_password(body.password, Some(signed.user.password.clone())).await? {
-        return Err(ConsoleError::new(
-            401,
-            "invalid_credentials",
-            "wrong password",
-        ));
+    if !guard::password(store, config, request, &signed.user, body.password, now).await? {
+        return Err(guard::wrong_password());
     }
-    guard::give_back(store, taken).await;
-    check_code(store, config, request, &signed.user, &body.code, now).await?;
-    let mut user = reread(store, &signed.user.id).await?;
-    user.totp_enabled = false;
-    user.totp_secret = None;
-    store.put_user(&user).await?;
-    let entry = audit_entry(&user, AuditAction::TotpDisabled, &user.id, "", now)?;
-    store.put_audit(&AuditLog::Instance, &entry).await?;
-    tracing::info!(event = "totp_disabled", uid = %user.id, "2FA off");
-    Ok(json_response(200, &Done { ok: true }))
+    check_code(store, config, request, signed, &body.code, now).await?;
+    switch_totp(store, signed, false, now).await
 }
 
 /// `PUT settings {require_2fa}` (instance owner).
@@ -245,14 +224,15 @@ pub async fn put_settings<S: ConsoleStore>(
     };
     store.put_instance_settings(&settings).await?;
     let detail = format!("require_2fa={}", settings.require_2fa);
-    let entry = audit_entry(
+    audit::instance(
+        store,
         &signed.user,
         AuditAction::SettingsChanged,
         "instance",
         &detail,
         now,
-    )?;
-    store.put_audit(&AuditLog::Instance, &entry).await?;
+    )
+    .await?;
     Ok(json_response(
         200,
         &SettingsBody {

@@ -2,14 +2,18 @@
 //! makes is recorded after it is made ([`record`]: who, what, on what,
 //! when, never a secret), and owners read the log newest first, a bounded
 //! page at a time (`GET sites/{site}/audit?limit=&before=`, `before` the
-//! `next` of the page before: `{millis}-{nonce}`).
+//! `next` of the page before: `{millis}-{nonce}`). What is done to the
+//! instance or to a user's own account goes to the instance's log
+//! ([`instance`]).
 
+use crate::ConsoleStore;
+use crate::body::Done;
 use crate::error::{ConsoleError, json_response};
 use crate::permit::{Permit, site_permit};
 use crate::site_body::AuditBody;
 use crate::site_store::SiteStore;
 use lambda_http::{Body, Request, Response};
-use tally_core::account::{Action, AuditAction, AuditEntry};
+use tally_core::account::{Action, AuditAction, AuditEntry, User};
 use tally_core::{Millis, keys};
 use tally_store::accounts::{AuditLog, MAX_AUDIT_PAGE};
 
@@ -17,7 +21,7 @@ use tally_store::accounts::{AuditLog, MAX_AUDIT_PAGE};
 pub const DEFAULT_PAGE: usize = 50;
 
 /// Appends an entry to `log` by `actor` (user id or `key:…`, email).
-pub async fn append<S: SiteStore>(
+pub async fn append<S: ConsoleStore>(
     store: &S,
     log: &AuditLog,
     actor: (String, String),
@@ -37,6 +41,29 @@ pub async fn append<S: SiteStore>(
     };
     store.put_audit(log, &entry).await?;
     Ok(())
+}
+
+/// Appends an entry to the instance's log by a user (setup, instance
+/// settings, their 2FA, passwords).
+pub async fn instance<S: ConsoleStore>(
+    store: &S,
+    actor: &User,
+    action: AuditAction,
+    target: &str,
+    detail: &str,
+    now: Millis,
+) -> Result<(), ConsoleError> {
+    let actor = (actor.id.clone(), actor.email.clone());
+    append(
+        store,
+        &AuditLog::Instance,
+        actor,
+        action,
+        target,
+        detail,
+        now,
+    )
+    .await
 }
 
 /// Records a change the permit's caller made to its site.
@@ -61,6 +88,20 @@ pub async fn record<S: SiteStore>(
     .await?;
     tracing::info!(event = "site_changed", site = %permit.site.id, action = ?action, target, "audited");
     Ok(())
+}
+
+/// Records a change the permit's caller made to its site (a removal, a
+/// revocation) and answers `{ok: true}`.
+pub async fn done<S: SiteStore>(
+    store: &S,
+    permit: &Permit,
+    action: AuditAction,
+    target: &str,
+    detail: &str,
+    now: Millis,
+) -> Result<Response<Body>, ConsoleError> {
+    record(store, permit, action, target, detail, now).await?;
+    Ok(json_response(200, &Done { ok: true }))
 }
 
 /// `GET sites/{site}/audit`: owners only.

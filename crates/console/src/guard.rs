@@ -1,16 +1,20 @@
 //! The guess limits around every password and code check
 //! (`tally_core::account::guess`): a unit is taken from each window before
 //! the check and given back when it passed, so parallel guesses cannot slip
-//! past a limit; counts live in the table, shared by every instance.
+//! past a limit; counts live in the table, shared by every instance. A
+//! signed-in user's password ([`password`]) and TOTP codes ([`code`]) are
+//! checked here; a login's password, against an account that may not
+//! exist, in `login`.
 
 use crate::ConsoleStore;
 use crate::auth::request_cookie;
 use crate::config::Config;
 use crate::error::ConsoleError;
+use crate::login::check_password;
 use lambda_http::Request;
 use tally_core::Millis;
 use tally_core::account::guess::{self, Window};
-use tally_core::account::{User, cookie, token};
+use tally_core::account::{User, cookie, token, totp};
 
 /// Units taken for one check, to give back if it passes.
 #[derive(Debug)]
@@ -59,4 +63,57 @@ pub async fn give_back<S: ConsoleStore>(store: &S, taken: Taken) {
             tracing::warn!(error = %e, "a guess unit was not given back");
         }
     }
+}
+
+/// Checks a code of `user` made with `secret` (their TOTP secret, when it
+/// may be used here), guess-limited, a step accepted once: 401
+/// `invalid_code` when wrong or used.
+pub async fn code<S: ConsoleStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    user: &User,
+    secret: Option<Vec<u8>>,
+    code: &str,
+    now: Millis,
+) -> Result<(), ConsoleError> {
+    let taken = take(store, config, request, &user.id, Some(user), now).await?;
+    let step = secret.and_then(|secret| totp::verify(&secret, code, now, user.totp_last_step));
+    let accepted = match step {
+        Some(step) => store.accept_totp_step(&user.id, step).await?,
+        None => false,
+    };
+    if !accepted {
+        tracing::info!(event = "totp_failed", uid = %user.id, "wrong 2FA code");
+        return Err(ConsoleError::new(
+            401,
+            "invalid_code",
+            "wrong or already used code",
+        ));
+    }
+    give_back(store, taken).await;
+    Ok(())
+}
+
+/// Checks a signed-in user's password, guess-limited: whether it is
+/// theirs (when wrong, answer [`wrong_password`]).
+pub async fn password<S: ConsoleStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    user: &User,
+    password: String,
+    now: Millis,
+) -> Result<bool, ConsoleError> {
+    let taken = take(store, config, request, &user.id, Some(user), now).await?;
+    let right = check_password(password, Some(user.password.clone())).await?;
+    if right {
+        give_back(store, taken).await;
+    }
+    Ok(right)
+}
+
+/// 401 `invalid_credentials`: a signed-in user's password was wrong.
+pub fn wrong_password() -> ConsoleError {
+    ConsoleError::new(401, "invalid_credentials", "wrong password")
 }

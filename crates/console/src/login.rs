@@ -12,13 +12,11 @@ use crate::body::{
 };
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response, with_cookie};
-use crate::guard;
+use crate::{audit, guard};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
-use tally_core::account::{
-    AuditAction, AuditEntry, PendingLogin, User, cookie, password, record, token, totp,
-};
-use tally_store::accounts::{AuditLog, SetupRefused};
+use tally_core::account::{AuditAction, PendingLogin, User, cookie, password, record, token};
+use tally_store::accounts::SetupRefused;
 
 /// Runs a password check off the async workers (Argon2id takes ~30 ms and
 /// 19 MiB): `verify` against the user's hash, or the decoy's.
@@ -44,29 +42,14 @@ pub async fn hash_password(password: String) -> Result<String, ConsoleError> {
         .map_err(ConsoleError::from)
 }
 
-/// An audit entry by `actor` now.
-pub fn audit_entry(
-    actor: &User,
-    action: AuditAction,
-    target: &str,
-    detail: &str,
-    now: Millis,
-) -> Result<AuditEntry, ConsoleError> {
-    let nonce = tally_core::hex::encode(&crate::auth::random::<3>()?);
-    Ok(AuditEntry {
-        at: now,
-        nonce,
-        actor: actor.id.clone(),
-        actor_email: actor.email.clone(),
-        action,
-        target: target.to_owned(),
-        detail: detail.to_owned(),
-    })
-}
-
-fn email(text: &str) -> Result<String, ConsoleError> {
+/// A normalised email, or 400 `invalid_email`.
+pub(crate) fn email(text: &str) -> Result<String, ConsoleError> {
     record::normalize_email(text)
         .ok_or_else(|| ConsoleError::bad_request("invalid_email", "that is not an email address"))
+}
+
+fn already_set_up() -> ConsoleError {
+    ConsoleError::new(409, "already_set_up", "this instance has an owner already")
 }
 
 /// `GET setup`: whether the instance still needs its first owner.
@@ -93,11 +76,7 @@ pub async fn setup<S: ConsoleStore>(
         )
     };
     if store.instance_owner().await?.is_some() {
-        return Err(ConsoleError::new(
-            409,
-            "already_set_up",
-            "this instance has an owner already",
-        ));
+        return Err(already_set_up());
     }
     if !token::is_setup_token(body.token.trim()) {
         return Err(invalid());
@@ -118,13 +97,7 @@ pub async fn setup<S: ConsoleStore>(
     let hash = token::hash_token(body.token.trim());
     match store.complete_setup(&hash, &user, now).await? {
         Ok(()) => {}
-        Err(SetupRefused::OwnerExists) => {
-            return Err(ConsoleError::new(
-                409,
-                "already_set_up",
-                "this instance has an owner already",
-            ));
-        }
+        Err(SetupRefused::OwnerExists) => return Err(already_set_up()),
         Err(SetupRefused::EmailTaken) => {
             return Err(ConsoleError::new(
                 409,
@@ -135,14 +108,15 @@ pub async fn setup<S: ConsoleStore>(
         Err(SetupRefused::BadToken) => return Err(invalid()),
     }
     tracing::info!(event = "setup", uid = %user.id, "instance owner created");
-    let entry = audit_entry(
+    audit::instance(
+        store,
         &user,
         AuditAction::Setup,
         &user.id,
         "instance owner created",
         now,
-    )?;
-    store.put_audit(&AuditLog::Instance, &entry).await?;
+    )
+    .await?;
     start_session(store, request, user, now).await
 }
 
@@ -212,24 +186,8 @@ pub async fn login_totp<S: ConsoleStore>(
         .filter(|p| p.expires > now && p.uid == uid)
         .ok_or_else(invalid)?;
     let user = store.user(&pending.uid).await?.ok_or_else(invalid)?;
-    let taken = guard::take(store, config, request, &user.id, Some(&user), now).await?;
-    let step = user
-        .totp_bytes()
-        .filter(|_| user.totp_enabled)
-        .and_then(|secret| totp::verify(&secret, &body.code, now, user.totp_last_step));
-    let accepted = match step {
-        Some(step) => store.accept_totp_step(&user.id, step).await?,
-        None => false,
-    };
-    if !accepted {
-        tracing::info!(event = "totp_failed", uid = %user.id, "wrong 2FA code");
-        return Err(ConsoleError::new(
-            401,
-            "invalid_code",
-            "wrong or already used code",
-        ));
-    }
-    guard::give_back(store, taken).await;
+    let secret = user.totp_bytes().filter(|_| user.totp_enabled);
+    guard::code(store, config, request, &user, secret, &body.code, now).await?;
     if !store.spend_pending(&user.id, &hash).await? {
         return Err(invalid());
     }

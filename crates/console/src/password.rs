@@ -35,18 +35,17 @@ use crate::body::{
 };
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
-use crate::guard;
-use crate::login::{audit_entry, check_password, hash_password};
+use crate::login::{email, hash_password};
 use crate::mail;
 use crate::members::CONSOLE_PAGE;
 use crate::sites::public_origin;
 use crate::store::ConsoleStore;
+use crate::{audit, guard};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
-use tally_core::account::record::{OWNER_RESET_MS, RESET_MS, normalize_email};
+use tally_core::account::record::{OWNER_RESET_MS, RESET_MS};
 use tally_core::account::role::{InstanceAction, instance_allows};
 use tally_core::account::{AuditAction, PasswordReset, User, password, token};
-use tally_store::accounts::AuditLog;
 
 /// The fragment a reset link carries its token in.
 pub const RESET_FRAGMENT: &str = "#reset=";
@@ -129,7 +128,8 @@ pub async fn owner_reset<S: ConsoleStore>(
         make_link(store, config, request, &user, Some(&signed.user), now).await?;
     let mailed = send(config, &user, &link, Some(&signed.user)).await;
     let target = format!("user:{}", user.id);
-    let entry = audit_entry(
+    audit::instance(
+        store,
         &signed.user,
         AuditAction::PasswordReset,
         &target,
@@ -139,8 +139,8 @@ pub async fn owner_reset<S: ConsoleStore>(
             "reset link made"
         },
         now,
-    )?;
-    store.put_audit(&AuditLog::Instance, &entry).await?;
+    )
+    .await?;
     tracing::info!(event = "reset_link_made", uid = %user.id, mailed, "password reset link made");
     Ok(json_response(
         201,
@@ -164,9 +164,7 @@ pub async fn forgot<S: ConsoleStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     check_origin(request)?;
     let body: ForgotRequest = body::parse(request, config.max_body)?;
-    let email = normalize_email(&body.email).ok_or_else(|| {
-        ConsoleError::bad_request("invalid_email", "that is not an email address")
-    })?;
+    let email = email(&body.email)?;
     let user = store.user_by_email(&email).await?;
     // Counted like a login, in windows of their own; never given back.
     let account = format!("reset:{}", guard::account_of(user.as_ref(), &email));
@@ -212,14 +210,15 @@ pub async fn reset<S: ConsoleStore>(
         Some(_) => "set with a reset link made by the instance owner",
         None => "set with a mailed reset link",
     };
-    let entry = audit_entry(
+    audit::instance(
+        store,
         &user,
         AuditAction::PasswordChanged,
         &format!("user:{uid}"),
         detail,
         now,
-    )?;
-    store.put_audit(&AuditLog::Instance, &entry).await?;
+    )
+    .await?;
     tracing::info!(
         event = "password_reset",
         uid,
@@ -241,16 +240,10 @@ pub async fn change<S: ConsoleStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     let body: ChangePasswordRequest = body::parse(request, config.max_body)?;
     let user = &signed.user;
-    let taken = guard::take(store, config, request, &user.id, Some(user), now).await?;
-    if !check_password(body.current, Some(user.password.clone())).await? {
+    if !guard::password(store, config, request, user, body.current, now).await? {
         tracing::info!(event = "password_change_failed", uid = %user.id, "wrong password");
-        return Err(ConsoleError::new(
-            401,
-            "invalid_credentials",
-            "wrong password",
-        ));
+        return Err(guard::wrong_password());
     }
-    guard::give_back(store, taken).await;
     let phc = hash_password(body.new).await?;
     if !store
         .change_password(&user.id, &user.password, &phc)
@@ -266,14 +259,15 @@ pub async fn change<S: ConsoleStore>(
         .end_credentials(&user.id, Some(&signed.session.hash))
         .await?;
     let detail = format!("changed; {ended} other sessions ended");
-    let entry = audit_entry(
+    audit::instance(
+        store,
         user,
         AuditAction::PasswordChanged,
         &format!("user:{}", user.id),
         &detail,
         now,
-    )?;
-    store.put_audit(&AuditLog::Instance, &entry).await?;
+    )
+    .await?;
     tracing::info!(event = "password_changed", uid = %user.id, ended, "password changed");
     Ok(json_response(
         200,
