@@ -11,7 +11,7 @@
 
 use crate::audit;
 use crate::auth::random;
-use crate::body::{self, Done};
+use crate::body;
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
 use crate::permit::site_permit;
@@ -110,7 +110,7 @@ pub async fn revoke_share<S: SiteStore>(
     share.revoked_at = Some(now);
     store.put_share(site, &share).await?;
     let target = format!("share:{id}");
-    audit::record(
+    audit::done(
         store,
         &permit,
         AuditAction::CredentialChanged,
@@ -118,8 +118,7 @@ pub async fn revoke_share<S: SiteStore>(
         "shared link revoked",
         now,
     )
-    .await?;
-    Ok(json_response(200, &Done { ok: true }))
+    .await
 }
 
 /// `GET sites/{site}/keys`: people only.
@@ -202,7 +201,7 @@ pub async fn revoke_key<S: SiteStore>(
     key.revoked_at = Some(now);
     store.put_api_key(site, &key).await?;
     let target = format!("key:{id}");
-    audit::record(
+    audit::done(
         store,
         &permit,
         AuditAction::CredentialChanged,
@@ -210,6 +209,5 @@ pub async fn revoke_key<S: SiteStore>(
         "API key revoked",
         now,
     )
-    .await?;
-    Ok(json_response(200, &Done { ok: true }))
+    .await
 }

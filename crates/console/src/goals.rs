@@ -6,7 +6,7 @@
 //! and `tally funnel add` do.
 
 use crate::audit;
-use crate::body::{self, Done};
+use crate::body;
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
 use crate::permit::site_permit;
@@ -90,7 +90,7 @@ pub async fn remove_goal<S: SiteStore>(
     }
     store.delete_goal(site, id).await?;
     let target = format!("goal:{id}");
-    audit::record(
+    audit::done(
         store,
         &permit,
         AuditAction::SiteChanged,
@@ -98,8 +98,7 @@ pub async fn remove_goal<S: SiteStore>(
         "goal removed",
         now,
     )
-    .await?;
-    Ok(json_response(200, &Done { ok: true }))
+    .await
 }
 
 /// `GET sites/{site}/funnels`.
@@ -158,7 +157,7 @@ pub async fn remove_funnel<S: SiteStore>(
     }
     store.delete_funnel(site, id).await?;
     let target = format!("funnel:{id}");
-    audit::record(
+    audit::done(
         store,
         &permit,
         AuditAction::SiteChanged,
@@ -166,6 +165,5 @@ pub async fn remove_funnel<S: SiteStore>(
         "funnel removed",
         now,
     )
-    .await?;
-    Ok(json_response(200, &Done { ok: true }))
+    .await
 }

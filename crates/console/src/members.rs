@@ -263,7 +263,7 @@ pub async fn revoke_invite<S: SiteStore>(
         .ok_or_else(|| ConsoleError::not_found("invite_not_found", "no such invite"))?;
     store.delete_invite(site, &invite.hash).await?;
     let target = format!("invite:{id}");
-    audit::record(
+    audit::done(
         store,
         &permit,
         AuditAction::InviteChanged,
@@ -271,8 +271,7 @@ pub async fn revoke_invite<S: SiteStore>(
         "invite revoked",
         now,
     )
-    .await?;
-    Ok(json_response(200, &Done { ok: true }))
+    .await
 }
 
 fn invite_invalid() -> ConsoleError {
