@@ -1,13 +1,14 @@
 //! The console through its real handler, as a browser uses it: cookies,
 //! the CSRF token, a client address; an RFC 6238 implementation of the
-//! tests' own (over ring's HMAC-SHA-1, not the code under test); and the
-//! first-run owner.
+//! tests' own (over ring's HMAC-SHA-1, not the code under test); the
+//! first-run owner; and the log lines the handler writes ([`Captured`]).
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
 use crate::Harness;
 use lambda_http::{Body, Request, RequestExt};
 use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
 use tally_console::{Config, handle};
 use tally_core::account::{SetupToken, User, token};
 use tally_store::Store;
@@ -243,4 +244,50 @@ pub async fn member(console: &Console, email: &str) {
         known_devices: Vec::new(),
     };
     assert!(console.store.create_user(&user).await.unwrap());
+}
+
+/// The log lines written once [`Captured::install`] ran, as the functions
+/// write them (JSON, at their default level, info: at trace the AWS SDK
+/// itself logs request bodies).
+#[derive(Clone, Default)]
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Installs the subscriber that captures: global (a thread's own
+    /// default misses callsites other tests of the binary registered
+    /// first), so other tests' lines land here too; once per test binary.
+    pub fn install() -> Self {
+        let captured = Self::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        captured
+    }
+
+    /// The lines so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// Asserts that no line holds any of `secrets`.
+    pub fn assert_none_of(&self, secrets: &[&str]) {
+        let logs = self.text();
+        for secret in secrets {
+            assert!(!logs.contains(secret), "logs hold {secret:?}: {logs}");
+        }
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

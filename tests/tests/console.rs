@@ -9,10 +9,11 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::json;
-use std::sync::{Arc, Mutex};
 use tally_core::account::token;
 use tally_core::{DAY_MS, MINUTE_MS};
-use tally_tests::console::{Browser, Console, Now, PASSWORD, START, member, owner, rfc6238};
+use tally_tests::console::{
+    Browser, Captured, Console, Now, PASSWORD, START, member, owner, rfc6238,
+};
 
 #[test]
 fn the_tests_totp_matches_rfc_6238() {
@@ -488,34 +489,10 @@ async fn malformed_bodies_are_clear_4xx_that_echo_nothing() {
     assert_eq!(b.call(&console, "GET", "me", None).await.0, 401);
 }
 
-/// A writer the test's tracing subscriber appends to.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn logs_hold_no_secret() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        // The functions' default level (`TALLY_LOG_LEVEL`, info); at
-        // trace the AWS SDK itself logs request bodies.
-        .with_max_level(tracing::Level::INFO)
-        .with_writer(move || writer.clone())
-        .finish();
-    // Global (a thread's own default misses callsites other tests of this
-    // binary registered first); other tests' lines land here too.
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    // The functions' default level (`TALLY_LOG_LEVEL`, info).
+    let captured = Captured::install();
 
     let console = Console::start().await;
     let t = console.setup_token(1).await;
@@ -536,12 +513,12 @@ async fn logs_hold_no_secret() {
             .await;
     }
     let session = b.cookie("tally_session").unwrap().to_owned();
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(
         logs.contains("too many failed attempts"),
         "the guard logged: {logs}"
     );
-    for secret_text in [
+    captured.assert_none_of(&[
         PASSWORD,
         "not the password",
         t.as_str(),
@@ -552,10 +529,5 @@ async fn logs_hold_no_secret() {
         "owner@example.com",
         "Chrome/131",
         b.csrf.as_deref().unwrap(),
-    ] {
-        assert!(
-            !logs.contains(secret_text),
-            "logs hold {secret_text:?}: {logs}"
-        );
-    }
+    ]);
 }

@@ -8,13 +8,12 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
 use tally_console::mail::Outbox;
 use tally_core::HOUR_MS;
 use tally_core::account::token;
 use tally_mail::{Ses, SesOptions};
 use tally_store::accounts::AuditLog;
-use tally_tests::console::{Browser, Console, Now, PASSWORD, member, owner};
+use tally_tests::console::{Browser, Captured, Console, Now, PASSWORD, member, owner};
 use tally_tests::moto::Moto;
 
 /// The new password of every test.
@@ -60,9 +59,24 @@ async fn reset(console: &Console, t: &str, password: &str) -> (u16, Value) {
         .await
 }
 
+/// `POST password/forgot {email}` from a browser.
+async fn forgot(b: &mut Browser, console: &Console, email: &str) -> (u16, Value) {
+    b.call(
+        console,
+        "POST",
+        "password/forgot",
+        Some(json!({"email": email})),
+    )
+    .await
+}
+
 async fn signed_in_as_ann(console: &Console, ip: &str) -> Browser {
+    signed_in_as_ann_with(console, ip, PASSWORD).await
+}
+
+async fn signed_in_as_ann_with(console: &Console, ip: &str, password: &str) -> Browser {
     let mut b = Browser::new(ip);
-    let (status, body) = b.login(console, "ann@example.com", PASSWORD).await;
+    let (status, body) = b.login(console, "ann@example.com", password).await;
     assert_eq!(status, 200, "{body}");
     b
 }
@@ -161,23 +175,8 @@ async fn forgot_answers_alike_for_every_email_and_mails_only_a_user() {
     let mut old = signed_in_as_ann(&console, "203.0.113.1").await;
 
     let mut stranger = Browser::new("198.51.100.20");
-    let ask = |email: &str| Some(json!({"email": email}));
-    let known = stranger
-        .call(
-            &console,
-            "POST",
-            "password/forgot",
-            ask(" Ann@Example.com "),
-        )
-        .await;
-    let unknown = stranger
-        .call(
-            &console,
-            "POST",
-            "password/forgot",
-            ask("nobody@example.com"),
-        )
-        .await;
+    let known = forgot(&mut stranger, &console, " Ann@Example.com ").await;
+    let unknown = forgot(&mut stranger, &console, "nobody@example.com").await;
     assert_eq!(known, (202, json!({"ok": true, "mail": true})));
     assert_eq!(unknown, known);
     // Only Ann got a mail, with a link to the console's reset view.
@@ -209,21 +208,14 @@ async fn forgot_answers_alike_for_every_email_and_mails_only_a_user() {
     for email in ["ann@example.com", "nobody@example.com"] {
         let mut answers = Vec::new();
         for _ in 0..11 {
-            answers.push(
-                flood
-                    .call(&console, "POST", "password/forgot", ask(email))
-                    .await
-                    .0,
-            );
+            answers.push(forgot(&mut flood, &console, email).await.0);
         }
         assert_eq!(answers[..10], [202; 10], "{email}");
         assert_eq!(answers[10], 429, "{email}");
     }
     assert_eq!(flood.login(&console, "ann@example.com", NEW).await.0, 200);
     // Malformed: a 400 that says nothing about accounts.
-    let (status, body) = flood
-        .call(&console, "POST", "password/forgot", ask("not an email"))
-        .await;
+    let (status, body) = forgot(&mut flood, &console, "not an email").await;
     assert_eq!((status, code(&body)), (400, Some("invalid_email")));
     let _ = std::fs::remove_dir_all(outbox.dir());
 }
@@ -235,14 +227,7 @@ async fn without_a_mailer_forgot_says_so_for_every_email() {
     member(&console, "ann@example.com").await;
     let mut b = Browser::new("198.51.100.20");
     for email in ["ann@example.com", "nobody@example.com"] {
-        let answer = b
-            .call(
-                &console,
-                "POST",
-                "password/forgot",
-                Some(json!({"email": email})),
-            )
-            .await;
+        let answer = forgot(&mut b, &console, email).await;
         assert_eq!(answer, (202, json!({"ok": true, "mail": false})));
     }
 }
@@ -256,14 +241,12 @@ async fn expired_links_are_refused() {
     member(&console, "ann@example.com").await;
     let uid = ann_uid();
     // A mailed link lives an hour.
-    let (status, _) = Browser::new("198.51.100.20")
-        .call(
-            &console,
-            "POST",
-            "password/forgot",
-            Some(json!({"email": "ann@example.com"})),
-        )
-        .await;
+    let (status, _) = forgot(
+        &mut Browser::new("198.51.100.20"),
+        &console,
+        "ann@example.com",
+    )
+    .await;
     assert_eq!(status, 202);
     let mailed = token_in(&outbox.list().unwrap()[0].message.text);
     // The owner's lives a day (and was mailed too, naming the owner).
@@ -379,14 +362,7 @@ async fn the_reset_mail_goes_through_ses() {
     member(&console, "ann@example.com").await;
     let mut b = Browser::new("198.51.100.20");
     for email in ["ann@example.com", "nobody@example.com"] {
-        let answer = b
-            .call(
-                &console,
-                "POST",
-                "password/forgot",
-                Some(json!({"email": email})),
-            )
-            .await;
+        let answer = forgot(&mut b, &console, email).await;
         assert_eq!(answer, (202, json!({"ok": true, "mail": true})));
     }
     let sent = moto.sent_emails();
@@ -406,30 +382,9 @@ async fn the_reset_mail_goes_through_ses() {
     assert_eq!(b.login(&console, "ann@example.com", NEW).await.0, 200);
 }
 
-/// A writer the test's tracing subscriber appends to.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn logs_hold_no_reset_token_password_or_email() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::INFO)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let captured = Captured::install();
 
     let mut console = Console::start().await;
     let outbox = outbox("logs");
@@ -437,20 +392,8 @@ async fn logs_hold_no_reset_token_password_or_email() {
     let mut boss = owner(&console).await;
     member(&console, "ann@example.com").await;
     let mut b = Browser::new("198.51.100.77");
-    b.call(
-        &console,
-        "POST",
-        "password/forgot",
-        Some(json!({"email": "ann@example.com"})),
-    )
-    .await;
-    b.call(
-        &console,
-        "POST",
-        "password/forgot",
-        Some(json!({"email": "nobody@example.com"})),
-    )
-    .await;
+    forgot(&mut b, &console, "ann@example.com").await;
+    forgot(&mut b, &console, "nobody@example.com").await;
     let mailed = token_in(&outbox.list().unwrap()[0].message.text);
     assert_eq!(reset(&console, &mailed, NEW).await.0, 200);
     let (_, made) = boss
@@ -462,7 +405,7 @@ async fn logs_hold_no_reset_token_password_or_email() {
         )
         .await;
     let by_owner = made["token"].as_str().unwrap().to_owned();
-    let mut ann = signed_in_as_ann_with(&console, NEW).await;
+    let mut ann = signed_in_as_ann_with(&console, "203.0.113.5", NEW).await;
     ann.call(
         &console,
         "POST",
@@ -470,9 +413,9 @@ async fn logs_hold_no_reset_token_password_or_email() {
         Some(json!({"current": NEW, "new": PASSWORD})),
     )
     .await;
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(logs.contains("password_reset"), "{logs}");
-    for secret_text in [
+    captured.assert_none_of(&[
         mailed.as_str(),
         by_owner.as_str(),
         NEW,
@@ -482,18 +425,6 @@ async fn logs_hold_no_reset_token_password_or_email() {
         "owner@example.com",
         "198.51.100.77",
         "Chrome/131",
-    ] {
-        assert!(
-            !logs.contains(secret_text),
-            "logs hold {secret_text:?}: {logs}"
-        );
-    }
+    ]);
     let _ = std::fs::remove_dir_all(outbox.dir());
-}
-
-async fn signed_in_as_ann_with(console: &Console, password: &str) -> Browser {
-    let mut b = Browser::new("203.0.113.5");
-    let (status, body) = b.login(console, "ann@example.com", password).await;
-    assert_eq!(status, 200, "{body}");
-    b
 }
