@@ -178,15 +178,17 @@ async function main() {
     await demo.waitForURL('**/demo/files/report.pdf');
     await seen(e => e.e === 'click' && e.p.kind === 'download', 'download click');
     await seen(pageviewOf('/demo/files/report.pdf'), 'page view of report.pdf');
-    await demo.goto('about:blank');                                    // pagehide: the last engagement beacon
+    await demo.goto('about:blank');                                    // pagehide: the last page's leave beacon
   }, { required: true });
 
   const pageviews = sent.filter(e => e.e === 'pageview');
   const events = sent.filter(e => e.e === 'event');
   const clicks = sent.filter(e => e.e === 'click');
   const engagementsSeen = sent.filter(e => e.e === 'engagement');
-  // Every page view gets exactly one engagement beacon (the last one of each
-  // full page is sent while it unloads, which Playwright does not report).
+  // Every page view gets exactly one engagement beacon: an SPA route change
+  // sends `engagement`, a full page's unload a `leave` (sent while it
+  // unloads, which Playwright does not report). The tab is never hidden, so
+  // no `show`.
   const expectedAccepted = pageviews.length * 2 + events.length + clicks.length;
   const health = await settleCounters(expectedAccepted);
   log(`observed ${sent.length} /collect requests: ${pageviews.length} page views, ${events.length} events, ` +
