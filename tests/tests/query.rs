@@ -1927,6 +1927,74 @@ async fn realtime_counts_visitors_with_a_tab_present_on_their_latest_page() {
     assert_eq!(json["meta"]["window_seconds"], 300);
 }
 
+/// The live view's cost (BENCHMARKS.md, "The live view"): 300 visits over
+/// 40 minutes of one hour, each a page view and a leave, every third shown
+/// again and hidden again (a show and a leave more), every fifth still
+/// open; then one realtime read. Writes are one unit per beacon; the read
+/// is one Query of the hour's partition, its units the hour's items.
+#[tokio::test]
+async fn the_live_view_costs_a_write_per_beacon_and_one_query_per_read() {
+    let (rig, key, _) = small_site("UTC").await;
+    let hour = query_now();
+    let now = hour + 40 * MINUTE + 30_000;
+    let mut rng = Rng::new(22);
+    let mut posts = Vec::new();
+    let mut open = 0;
+    for i in 0..300i64 {
+        let v = Visitor {
+            ip: format!("10.0.{}.{}", i / 200, i % 200 + 1),
+            user_agent: BROWSERS[(i % 9) as usize].1,
+            tz: Some("UTC"),
+            screen: Some((1440, 900)),
+        };
+        let mut tab = Tab::new(&mut rng, "hand", "example.com", &v);
+        let t = hour + i * 8_000;
+        posts.push(tab.pageview(&mut rng, t, "/", None));
+        let still_open = i % 5 == 0;
+        if i % 3 == 0 {
+            posts.push(tab.leave(&mut rng, t + 20_000, 20, 50));
+            posts.push(tab.show(&mut rng, t + 60_000));
+            if !still_open {
+                posts.push(tab.leave(&mut rng, t + 90_000, 30, 80));
+            }
+        } else if !still_open {
+            posts.push(tab.leave(&mut rng, t + 20_000, 20, 50));
+        }
+        // Counted now: open, and heard from within five minutes.
+        let last = if i % 3 == 0 { t + 60_000 } else { t };
+        if still_open && last > now - 5 * MINUTE {
+            open += 1;
+        }
+    }
+    let beacons = posts.len();
+    rig.h.counter.reset();
+    post_at(&rig, posts, now).await;
+    let writes = rig.h.counter.write_units();
+    let puts = rig.h.counter.by_operation().get("PutItem").copied();
+    // Warm the key and site caches, then measure one read.
+    let _ = rig.get(&key, "/api/sites/hand/realtime").await;
+    rig.h.counter.reset();
+    let (status, json) = rig.get(&key, "/api/sites/hand/realtime").await;
+    assert_eq!(status, 200, "{json}");
+    let ops = rig.h.counter.by_operation();
+    let read_units = rig.h.counter.read_units();
+    println!(
+        "live view: 300 visits, {beacons} beacons, {writes} write units ({:.2} a visit); \
+         realtime: {ops:?}, {read_units} read units, {} visitors",
+        writes / 300.0,
+        json["visitors"]
+    );
+    assert_eq!(json["visitors"], open, "{json}");
+    assert!(open > 0);
+    // And the day's salt, agreed on once.
+    assert_eq!(puts, Some(beacons as u64 + 1));
+    assert_eq!(writes, beacons as f64, "one unit per beacon");
+    // One Query of the hour's partition, and the key's GetItem.
+    assert_eq!(ops.get("Query"), Some(&1), "{ops:?}");
+    assert_eq!(rig.h.counter.total(), 2, "{ops:?}");
+    assert!(read_units > 0.0);
+}
+
 // ---------------------------------------------------------------- auth and bad input
 
 #[tokio::test]
