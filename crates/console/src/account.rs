@@ -10,10 +10,11 @@ use crate::body::{
 };
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
+use crate::permit::instance_permit;
 use crate::{audit, guard};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
-use tally_core::account::role::{InstanceAction, instance_allows};
+use tally_core::account::role::InstanceAction;
 use tally_core::account::{AuditAction, InstanceSettings, User, token, totp};
 
 /// `GET me`.
@@ -213,11 +214,11 @@ pub async fn put_settings<S: ConsoleStore>(
     signed: &Signed,
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
-    if !instance_allows(signed.user.instance_owner, InstanceAction::ChangeSettings) {
-        return Err(ConsoleError::forbidden(
-            "only the instance owner changes instance settings",
-        ));
-    }
+    instance_permit(
+        signed,
+        InstanceAction::ChangeSettings,
+        "only the instance owner changes instance settings",
+    )?;
     let body: SettingsRequest = body::parse(request, config.max_body)?;
     let settings = InstanceSettings {
         require_2fa: body.require_2fa,

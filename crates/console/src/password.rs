@@ -38,13 +38,14 @@ use crate::error::{ConsoleError, json_response};
 use crate::login::{email, hash_password};
 use crate::mail;
 use crate::members::CONSOLE_PAGE;
+use crate::permit::instance_permit;
 use crate::sites::public_origin;
 use crate::store::ConsoleStore;
 use crate::{audit, guard};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
 use tally_core::account::record::{OWNER_RESET_MS, RESET_MS};
-use tally_core::account::role::{InstanceAction, instance_allows};
+use tally_core::account::role::InstanceAction;
 use tally_core::account::{AuditAction, PasswordReset, User, password, token};
 
 /// The fragment a reset link carries its token in.
@@ -114,11 +115,11 @@ pub async fn owner_reset<S: ConsoleStore>(
     uid: &str,
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
-    if !instance_allows(signed.user.instance_owner, InstanceAction::ResetPasswords) {
-        return Err(ConsoleError::forbidden(
-            "only the instance owner makes password reset links",
-        ));
-    }
+    instance_permit(
+        signed,
+        InstanceAction::ResetPasswords,
+        "only the instance owner makes password reset links",
+    )?;
     let missing = || ConsoleError::not_found("user_not_found", "no such user");
     if !token::valid_user_id(uid) {
         return Err(missing());

@@ -10,14 +10,16 @@
 //! every site. Not signed in: 401; signed in without the role, a key
 //! without the scope, a key of another site: 403 `forbidden`. A route
 //! only people may use (managing keys, accepting invites) also refuses
-//! keys ([`Permit::user`]).
+//! keys ([`Permit::user`]). Instance-wide actions (creating sites,
+//! instance settings, password reset links for anyone) are let in by
+//! [`instance_permit`].
 
 use crate::auth::{self, Signed};
 use crate::error::ConsoleError;
 use crate::site_store::SiteStore;
 use lambda_http::Request;
 use tally_core::Millis;
-use tally_core::account::role::site_role;
+use tally_core::account::role::{InstanceAction, instance_allows, site_role};
 use tally_core::account::{Action, Role};
 use tally_core::auth as keys;
 use tally_core::site::Site;
@@ -64,6 +66,21 @@ impl Permit {
                 "API keys cannot use this route: sign in",
             )),
         }
+    }
+}
+
+/// Lets a signed-in user do an instance-wide action (core's
+/// [`instance_allows`]: the instance owner's), or 403 `forbidden` saying
+/// `refusal`.
+pub fn instance_permit(
+    signed: &Signed,
+    action: InstanceAction,
+    refusal: &str,
+) -> Result<(), ConsoleError> {
+    if instance_allows(signed.user.instance_owner, action) {
+        Ok(())
+    } else {
+        Err(ConsoleError::forbidden(refusal))
     }
 }
 

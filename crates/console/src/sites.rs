@@ -12,11 +12,11 @@ use crate::audit;
 use crate::body::{self, Done};
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
-use crate::permit::{Actor, signed_user, site_permit};
+use crate::permit::{Actor, instance_permit, signed_user, site_permit};
 use crate::site_body::{CreateSiteRequest, SeenBody, SiteBody, SiteList, SnippetBody};
 use crate::site_store::SiteStore;
 use lambda_http::{Body, Request, Response};
-use tally_core::account::role::{InstanceAction, instance_allows};
+use tally_core::account::role::InstanceAction;
 use tally_core::account::{Action, AuditAction, Membership, Role};
 use tally_core::site::{SiteChange, SiteError, new_site, snippet};
 use tally_core::{HOUR_MS, Millis};
@@ -97,11 +97,11 @@ pub async fn create<S: SiteStore>(
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
     let signed = signed_user(store, request, now).await?;
-    if !instance_allows(signed.user.instance_owner, InstanceAction::CreateSite) {
-        return Err(ConsoleError::forbidden(
-            "only the instance owner may create sites",
-        ));
-    }
+    instance_permit(
+        &signed,
+        InstanceAction::CreateSite,
+        "only the instance owner may create sites",
+    )?;
     let body: CreateSiteRequest = body::parse(request, config.max_body)?;
     let settings = SiteChange {
         domains: None,
