@@ -1978,7 +1978,7 @@ async fn the_live_view_costs_a_write_per_beacon_and_one_query_per_read() {
     assert_eq!(status, 200, "{json}");
     let ops = rig.h.counter.by_operation();
     let read_units = rig.h.counter.read_units();
-    println!(
+    eprintln!(
         "live view: 300 visits, {beacons} beacons, {writes} write units ({:.2} a visit); \
          realtime: {ops:?}, {read_units} read units, {} visitors",
         writes / 300.0,

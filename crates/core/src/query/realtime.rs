@@ -185,6 +185,9 @@ mod tests {
             .collect()
     }
 
+    /// A named tab's steps (seconds ago) and whether it counts now.
+    type Case = (&'static str, &'static [(Millis, Step)], bool);
+
     /// Whether a tab should be counted, from its steps alone: shown (its
     /// last step is not a hide), and heard from within the safety net.
     fn expected_present(steps: &[(Millis, Step)]) -> bool {
@@ -202,7 +205,7 @@ mod tests {
     fn tabs_follow_hide_and_show_with_a_safety_net() {
         use Step::*;
         // (what the tab did, seconds ago; counted now?)
-        let cases: &[(&str, &[(Millis, Step)], bool)] = &[
+        let cases: &[Case] = &[
             ("open", &[(20, View("/"))], true),
             ("open and idle for 4 minutes", &[(240, View("/"))], true),
             ("hidden a moment ago", &[(30, View("/")), (2, Hide)], false),
