@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use lambda_http::{Body, Request, RequestExt};
+use lambda_http::Request;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tally_console::mail::{MailFuture, Mailer, Message};
@@ -24,8 +24,8 @@ use tally_store::accounts::AuditLog;
 use tally_store::clock::ManualClock;
 use tally_store::sites::ApiKeyRecord;
 use tally_tests::Harness;
+use tally_tests::console::{Browser, START};
 
-const START: i64 = 1_800_000_000_000;
 const CSRF: &str = "0123456789abcdef0123456789abcdef";
 
 /// Who calls.
@@ -302,13 +302,8 @@ impl Rig {
                     .header("x-csrf-token", CSRF);
             }
         }
-        let mut context =
-            lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
-        context.http.source_ip = Some("198.51.100.7".into());
-        let body = body.map_or(Body::Empty, |v| Body::Text(v.to_string()));
-        b.body(body)
-            .unwrap()
-            .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context))
+        // As API Gateway passes it, from one client address.
+        Browser::new("198.51.100.7").build(b, body.cloned())
     }
 
     async fn send(&self, request: Request) -> (u16, Value) {
