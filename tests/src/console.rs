@@ -45,6 +45,11 @@ pub fn rfc6238(secret_base32: &str, now_ms: i64) -> String {
     format!("{:06}", n % 1_000_000)
 }
 
+/// The `code` of an error body (`{"error": {"code", "message"}}`).
+pub fn error_code(body: &Value) -> Option<&str> {
+    body["error"]["code"].as_str()
+}
+
 /// A browser: its cookies, its address, the console's answers.
 pub struct Browser {
     /// Cookies the console set, by name.

@@ -12,7 +12,7 @@ use serde_json::json;
 use tally_core::account::token;
 use tally_core::{DAY_MS, MINUTE_MS};
 use tally_tests::console::{
-    Browser, Captured, Console, Now, PASSWORD, START, member, owner, rfc6238,
+    Browser, Captured, Console, Now, PASSWORD, START, error_code, member, owner, rfc6238,
 };
 
 #[test]
@@ -39,7 +39,7 @@ async fn setup_happens_once_with_a_valid_token() {
     for t in [wrong.as_str(), "tsu_nope"] {
         let (status, body) = b.call(&console, "POST", "setup", form(t)).await;
         assert_eq!(
-            (status, body["error"]["code"].as_str()),
+            (status, error_code(&body)),
             (403, Some("invalid_setup_token"))
         );
     }
@@ -52,10 +52,7 @@ async fn setup_happens_once_with_a_valid_token() {
             Some(json!({"token": good, "email": "o@example.com", "password": "short"})),
         )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("weak_password"))
-    );
+    assert_eq!((status, error_code(&body)), (400, Some("weak_password")));
     let (status, me) = b.call(&console, "POST", "setup", form(&good)).await;
     assert_eq!(status, 200, "{me}");
     assert_eq!(me["user"]["email"], "owner@example.com");
@@ -85,12 +82,12 @@ async fn login_sessions_expiry_revocation_and_logout() {
         .login(&console, "owner@example.com", "wrong password!")
         .await;
     assert_eq!(
-        (status, body["error"]["code"].as_str()),
+        (status, error_code(&body)),
         (401, Some("invalid_credentials"))
     );
     let (status, body) = laptop.login(&console, "nobody@example.com", PASSWORD).await;
     assert_eq!(
-        (status, body["error"]["code"].as_str()),
+        (status, error_code(&body)),
         (401, Some("invalid_credentials"))
     );
     let (status, me) = laptop.login(&console, "OWNER@example.com", PASSWORD).await;
@@ -276,20 +273,14 @@ async fn state_changes_need_the_csrf_token_and_the_same_origin() {
     // A cross-site form post: the cookie, no token.
     let request = b.request("POST", "totp/setup", None);
     let (status, body) = b.raw(&console, request, None).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("csrf"))
-    );
+    assert_eq!((status, error_code(&body)), (403, Some("csrf")));
     // The token, but another origin.
     let request = b
         .request("POST", "totp/setup", None)
         .header("x-csrf-token", b.csrf.clone().unwrap())
         .header("origin", "https://evil.example");
     let (status, body) = b.raw(&console, request, None).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("csrf"))
-    );
+    assert_eq!((status, error_code(&body)), (403, Some("csrf")));
     // A wrong token.
     let request = b
         .request("PUT", "settings", None)
@@ -337,7 +328,7 @@ async fn guesses_are_limited_but_known_browsers_still_sign_in() {
         ))
         .await;
     assert_eq!(
-        (status, json["error"]["code"].as_str()),
+        (status, error_code(&json)),
         (429, Some("too_many_attempts"))
     );
     let wait: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
@@ -416,10 +407,7 @@ async fn require_2fa_holds_users_without_it_to_setting_it_up() {
             Some(json!({"require_2fa": true})),
         )
         .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("forbidden"))
-    );
+    assert_eq!((status, error_code(&body)), (403, Some("forbidden")));
     let (status, body) = o
         .call(
             &console,
@@ -433,10 +421,7 @@ async fn require_2fa_holds_users_without_it_to_setting_it_up() {
     let (status, me) = v.call(&console, "GET", "me", None).await;
     assert_eq!((status, me["require_2fa"].clone()), (200, json!(true)));
     let (status, body) = v.call(&console, "GET", "sessions", None).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("totp_required"))
-    );
+    assert_eq!((status, error_code(&body)), (403, Some("totp_required")));
     let (status, setup) = v.call(&console, "POST", "totp/setup", None).await;
     assert_eq!(status, 200);
     let code = rfc6238(setup["secret"].as_str().unwrap(), console.clock.now_ms());

@@ -13,7 +13,7 @@ use tally_core::HOUR_MS;
 use tally_core::account::token;
 use tally_mail::{Ses, SesOptions};
 use tally_store::accounts::AuditLog;
-use tally_tests::console::{Browser, Captured, Console, Now, PASSWORD, member, owner};
+use tally_tests::console::{Browser, Captured, Console, Now, PASSWORD, error_code, member, owner};
 use tally_tests::moto::Moto;
 
 /// The new password of every test.
@@ -42,10 +42,6 @@ fn token_in(text: &str) -> String {
         .unwrap()
         .trim()
         .to_owned()
-}
-
-fn code(body: &Value) -> Option<&str> {
-    body["error"]["code"].as_str()
 }
 
 async fn reset(console: &Console, t: &str, password: &str) -> (u16, Value) {
@@ -94,12 +90,16 @@ async fn an_owner_reset_link_works_once_and_ends_the_old_password_and_sessions()
     let (status, body) = laptop
         .call(&console, "POST", "users/0123456789abcdef/reset", None)
         .await;
-    assert_eq!((status, code(&body)), (403, Some("forbidden")), "{body}");
+    assert_eq!(
+        (status, error_code(&body)),
+        (403, Some("forbidden")),
+        "{body}"
+    );
     for unknown in ["0123456789abcdef", "nope"] {
         let (status, body) = boss
             .call(&console, "POST", &format!("users/{unknown}/reset"), None)
             .await;
-        assert_eq!((status, code(&body)), (404, Some("user_not_found")));
+        assert_eq!((status, error_code(&body)), (404, Some("user_not_found")));
     }
     let (status, made) = boss
         .call(&console, "POST", &format!("users/{uid}/reset"), None)
@@ -121,17 +121,17 @@ async fn an_owner_reset_link_works_once_and_ends_the_old_password_and_sessions()
     );
     // A weak password or a forged token changes nothing.
     let (status, body) = reset(&console, &t, "short").await;
-    assert_eq!((status, code(&body)), (400, Some("weak_password")));
+    assert_eq!((status, error_code(&body)), (400, Some("weak_password")));
     let forged = token::reset_token(&uid, &[7; 20]);
     let (status, body) = reset(&console, &forged, NEW).await;
-    assert_eq!((status, code(&body)), (410, Some("reset_invalid")));
+    assert_eq!((status, error_code(&body)), (410, Some("reset_invalid")));
     assert_eq!(laptop.call(&console, "GET", "me", None).await.0, 200);
 
     let (status, body) = reset(&console, &t, NEW).await;
     assert_eq!((status, body), (200, json!({"ok": true})));
     // Once only.
     let (status, body) = reset(&console, &t, "yet another passphrase").await;
-    assert_eq!((status, code(&body)), (410, Some("reset_invalid")));
+    assert_eq!((status, error_code(&body)), (410, Some("reset_invalid")));
     // Every session of Ann ended; the owner's did not.
     assert_eq!(laptop.call(&console, "GET", "me", None).await.0, 401);
     assert_eq!(phone.call(&console, "GET", "me", None).await.0, 401);
@@ -139,7 +139,10 @@ async fn an_owner_reset_link_works_once_and_ends_the_old_password_and_sessions()
     // The old password is refused, the new one signs in.
     let mut b = Browser::new("203.0.113.3");
     let (status, body) = b.login(&console, "ann@example.com", PASSWORD).await;
-    assert_eq!((status, code(&body)), (401, Some("invalid_credentials")));
+    assert_eq!(
+        (status, error_code(&body)),
+        (401, Some("invalid_credentials"))
+    );
     assert_eq!(b.login(&console, "ann@example.com", NEW).await.0, 200);
 
     // Both audited in the instance log, with no token.
@@ -216,7 +219,7 @@ async fn forgot_answers_alike_for_every_email_and_mails_only_a_user() {
     assert_eq!(flood.login(&console, "ann@example.com", NEW).await.0, 200);
     // Malformed: a 400 that says nothing about accounts.
     let (status, body) = forgot(&mut flood, &console, "not an email").await;
-    assert_eq!((status, code(&body)), (400, Some("invalid_email")));
+    assert_eq!((status, error_code(&body)), (400, Some("invalid_email")));
     let _ = std::fs::remove_dir_all(outbox.dir());
 }
 
@@ -262,10 +265,10 @@ async fn expired_links_are_refused() {
     let by_owner = made["token"].as_str().unwrap().to_owned();
     console.clock.advance(HOUR_MS);
     let (status, body) = reset(&console, &mailed, NEW).await;
-    assert_eq!((status, code(&body)), (410, Some("reset_invalid")));
+    assert_eq!((status, error_code(&body)), (410, Some("reset_invalid")));
     console.clock.advance(23 * HOUR_MS);
     let (status, body) = reset(&console, &by_owner, NEW).await;
-    assert_eq!((status, code(&body)), (410, Some("reset_invalid")));
+    assert_eq!((status, error_code(&body)), (410, Some("reset_invalid")));
     let mut b = Browser::new("203.0.113.3");
     assert_eq!(b.login(&console, "ann@example.com", PASSWORD).await.0, 200);
     let _ = std::fs::remove_dir_all(outbox.dir());
@@ -311,7 +314,10 @@ async fn changing_ones_password_ends_the_other_sessions_and_open_links() {
             change("not the password", NEW),
         )
         .await;
-    assert_eq!((status, code(&body)), (401, Some("invalid_credentials")));
+    assert_eq!(
+        (status, error_code(&body)),
+        (401, Some("invalid_credentials"))
+    );
     let (status, body) = laptop
         .call(
             &console,
@@ -320,7 +326,7 @@ async fn changing_ones_password_ends_the_other_sessions_and_open_links() {
             change(PASSWORD, "short"),
         )
         .await;
-    assert_eq!((status, code(&body)), (400, Some("weak_password")));
+    assert_eq!((status, error_code(&body)), (400, Some("weak_password")));
     let (status, body) = laptop
         .call(&console, "POST", "password/change", change(PASSWORD, NEW))
         .await;

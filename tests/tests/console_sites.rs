@@ -24,7 +24,7 @@ use tally_store::accounts::AuditLog;
 use tally_store::clock::ManualClock;
 use tally_store::sites::ApiKeyRecord;
 use tally_tests::Harness;
-use tally_tests::console::{Browser, START};
+use tally_tests::console::{Browser, START, error_code};
 
 const CSRF: &str = "0123456789abcdef0123456789abcdef";
 
@@ -638,7 +638,7 @@ async fn every_caller_against_every_site_route() {
                 }
                 Err(refused) => {
                     assert_eq!(status, refused, "{label}: {body}");
-                    let code = body["error"]["code"].as_str().unwrap_or_default();
+                    let code = error_code(&body).unwrap_or_default();
                     if refused == 403 {
                         assert_eq!(code, "forbidden", "{label}");
                     }
@@ -808,10 +808,7 @@ async fn a_site_keeps_an_owner_and_refuses_bad_settings() {
                 Some(body),
             )
             .await;
-        assert_eq!(
-            (status, answer["error"]["code"].as_str()),
-            (400, Some(code))
-        );
+        assert_eq!((status, error_code(&answer)), (400, Some(code)));
     }
     assert_eq!(rig.store.site(&f.site).await.unwrap(), before);
     let (_, snippet) = rig
