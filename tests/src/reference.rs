@@ -16,7 +16,8 @@
 //! - a `page` filter counts only passing page views everywhere, so a page
 //!   goal converts only on a passing page view; likewise an `event` filter
 //!   for event goals;
-//! - `event` and `goal` rows count no page views (`pageviews` 0);
+//! - `event` rows count no page views (`pageviews` 0), `goal` rows count
+//!   a page goal's conversions as its page views;
 //! - `change` is computed from the displayed (rounded) values;
 //! - exact halves may round either way (the docs give no tie rule).
 
@@ -616,6 +617,9 @@ impl Reference {
                                 first = false;
                             }
                             acc.c.events += 1;
+                            if e.kind == Kind::PageView {
+                                acc.c.pageviews += 1;
+                            }
                             acc.c.value += e.value.unwrap_or(0.0);
                         }
                     }

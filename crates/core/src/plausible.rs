@@ -6,7 +6,8 @@
 //! `referrer`/`r`, `props`/`p` (legacy `m`), `revenue`/`$`,
 //! `interactive`/`i`, and `h`, `sd`, `e`, `v`. Rules (Plausible's):
 //! - `name` is required, a string or an integer (404 → `"404"`), at most 120
-//!   characters; `pageview` and `engagement` are special;
+//!   characters; `pageview`, `engagement` and `pageleave` (the engagement
+//!   beacon's earlier name) are special;
 //! - `url` is required, at most 2,000 bytes, not `data:`;
 //! - `domain` names the site (a comma list sends to each); default: the
 //!   URL's host;
@@ -21,7 +22,8 @@
 //! - `interactive: false` does not end a bounce; `h: 1` makes the URL's
 //!   `#fragment` part of the page;
 //! - an engagement carries `sd` (maximum scroll %, clamped to 100) and `e`
-//!   (engaged ms since the last one); neither is refused.
+//!   (engaged ms since the last one), one of them required; a pageleave's
+//!   invalid `sd` or `e` is none, and one with neither is dropped.
 
 use crate::event::Revenue;
 use crate::payload::{
@@ -170,6 +172,22 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
             let e = number(field("e", &[]), "e")?;
             if sd.is_none() && e.is_none() {
                 return Err(invalid("sd", "engagement needs sd or e"));
+            }
+            HitKind::Engagement {
+                active_ms: e.unwrap_or(0.0).min(86_400_000.0) as u64,
+                scroll: sd.unwrap_or(0.0).min(100.0) as u8,
+                live: None,
+            }
+        }
+        "pageleave" => {
+            // Plausible's earlier name of the engagement beacon (its
+            // tracker sent `sd` when a page was left). As Plausible does,
+            // an `sd` or `e` that is not a non-negative number is none, not
+            // an error; a pageleave with neither says nothing kept.
+            let sd = number(field("sd", &[]), "sd").ok().flatten();
+            let e = number(field("e", &[]), "e").ok().flatten();
+            if sd.is_none() && e.is_none() {
+                return Ok(Err(Drop::Ignored));
             }
             HitKind::Engagement {
                 active_ms: e.unwrap_or(0.0).min(86_400_000.0) as u64,
@@ -442,6 +460,37 @@ mod tests {
             "x".repeat(3000)
         );
         assert!(one(&long_ref).referrer.is_some());
+    }
+
+    /// Plausible's `pageleave` is its engagement beacon's earlier name: a
+    /// scroll depth (clamped), an invalid one none, never a custom event.
+    #[test]
+    fn a_pageleave_is_an_engagement_beacon() {
+        for (sd, scroll) in [("25", 25), ("101", 100)] {
+            let h = one(&format!(
+                r#"{{"n":"pageleave","u":"https://a.com/","d":"a.com","sd":{sd}}}"#
+            ));
+            assert_eq!(
+                h.kind,
+                HitKind::Engagement {
+                    active_ms: 0,
+                    scroll,
+                    live: None
+                },
+                "{sd}"
+            );
+        }
+        for body in [
+            r#"{"n":"pageleave","u":"https://a.com/","d":"a.com"}"#,
+            r#"{"n":"pageleave","u":"https://a.com/","d":"a.com","sd":"1"}"#,
+            r#"{"n":"pageleave","u":"https://a.com/","d":"a.com","sd":-1}"#,
+        ] {
+            assert_eq!(
+                parse(body.as_bytes(), &limits()),
+                Ok(Err(Drop::Ignored)),
+                "{body}"
+            );
+        }
     }
 
     /// Plausible's prop tests (external_controller_test.exs): bad props are

@@ -50,9 +50,10 @@ pub enum RollupSource {
 pub struct RollupError(pub String);
 
 /// What a goal row holds; part of [`goals_fingerprint`], so rollups from
-/// before a change (version 1 had no revenue) do not answer goal questions
-/// and the job recomputes the recent ones.
-pub const GOAL_ROWS_VERSION: u32 = 2;
+/// before a change (version 1 had no revenue, version 2 no page views on
+/// page goals' rows) do not answer goal questions and the job recomputes
+/// the recent ones.
+pub const GOAL_ROWS_VERSION: u32 = 3;
 
 /// A fingerprint of a site's goal definitions: a rollup computed with other
 /// goals cannot answer goal questions.

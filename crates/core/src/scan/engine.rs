@@ -1123,6 +1123,16 @@ impl<'s> Engine<'s> {
                         } else {
                             m.events += 1;
                         }
+                        // A page goal converts on page views: its row's
+                        // conversions are its page views too.
+                        if matches!(slot, Slot::Goal)
+                            && self
+                                .goals
+                                .iter()
+                                .any(|g| g.id == id && !g.matcher.on_events())
+                        {
+                            m.pageviews += 1;
+                        }
                         m.value += p.values[value_at];
                         value_at += 1;
                         let r = p.revenue[revenue_at];
