@@ -70,6 +70,7 @@ pub mod share;
 pub mod site;
 pub mod stream;
 pub mod text;
+pub mod vitals;
 pub mod window;
 pub mod zone;
 
