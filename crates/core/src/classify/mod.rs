@@ -18,7 +18,7 @@
 //! are sorted static slices built at compile time (≈ 0.3 MB read-only, no
 //! start-up parsing): the first page view's source and channel take
 //! 65–95 µs (page faults), then ≈ 3 µs each, both URL parses included
-//! (`referrer::tests::classifier_cost`).
+//! (`cargo run --release -p tally-core --example classifier_cost`).
 
 pub mod bot;
 pub mod geo;
