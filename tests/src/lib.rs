@@ -12,6 +12,7 @@ pub mod faults;
 pub mod moto;
 pub mod runtime_api;
 pub mod seed;
+pub mod visits;
 
 use std::sync::Arc;
 use tally_store::table::ensure_table;

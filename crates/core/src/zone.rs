@@ -93,6 +93,26 @@ impl Zone {
         (self.day_end(date) - self.day_start(date)) / crate::HOUR_MS
     }
 
+    /// The local time of an instant as ISO 8601 with its offset,
+    /// `YYYY-MM-DDTHH:MM:SS+HH:MM` (whole seconds).
+    pub fn local_iso(&self, at: Millis) -> String {
+        let ts = timestamp(at.div_euclid(1000) * 1000);
+        let offset = self.tz.to_offset(ts);
+        let dt = offset.to_datetime(ts);
+        let secs = offset.seconds();
+        let sign = if secs < 0 { '-' } else { '+' };
+        let (h, m) = (secs.abs() / 3600, secs.abs() % 3600 / 60);
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{sign}{h:02}:{m:02}",
+            dt.year(),
+            dt.month(),
+            dt.day(),
+            dt.hour(),
+            dt.minute(),
+            dt.second()
+        )
+    }
+
     /// The local date and time of an instant formatted as `YYYY-MM-DD HH:MM`.
     pub fn local_minute_label(&self, at: Millis) -> String {
         let ts = timestamp(at);

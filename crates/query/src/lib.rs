@@ -10,6 +10,9 @@
 //! - `GET funnels`: the site's funnels;
 //! - `GET realtime`: visitors in the last five minutes and their pages
 //!   ([`doors::realtime`]);
+//! - `GET visits`, `visits/{id}`: the visits list, newest first with a
+//!   cursor, and one visit's journey ([`doors::visits`]; not through a
+//!   shared link);
 //! - `GET access`: what the credential allows (a member's role); `POST
 //!   unlock`: a session for a password-protected link ([`access`]).
 //!
@@ -53,7 +56,7 @@ pub use tally_core::query::tally::{DASHBOARD_DIMENSIONS, DASHBOARD_LIMIT, DASHBO
 
 use crate::access::Readers;
 use crate::batch::Reader;
-use crate::doors::{overview, plausible, realtime, reports};
+use crate::doors::{overview, plausible, realtime, reports, visits};
 use crate::error::{ApiError, error_response, json_response, plausible_error_response};
 use crate::store::QueryStore;
 use lambda_http::http::header::HeaderValue;
@@ -154,6 +157,10 @@ async fn route<S: QueryStore, C: Clock>(
                 ["dashboard"] => report(Endpoint::Dashboard, None).await,
                 ["funnels", id] => report(Endpoint::Funnel, Some(id)).await,
                 ["funnels"] => Box::pin(reports::funnels(store, request, &site.id)).await,
+                ["visits"] => Box::pin(visits::list(store, &reader, request, &access)).await,
+                ["visits", id] => {
+                    Box::pin(visits::journey(store, &reader, request, &access, id)).await
+                }
                 ["access"] => access::describe(request, &site, &access),
                 ["realtime"] => {
                     Box::pin(realtime::report(store, request, &site, &access, now)).await

@@ -587,7 +587,7 @@ async fn stream<S: QueryStore>(
 }
 
 /// A stream's error as the API answers it.
-fn stream_error(config: &Config, e: StreamError) -> ApiError {
+pub(crate) fn stream_error(config: &Config, e: StreamError) -> ApiError {
     match e {
         StreamError::Late => {
             tracing::warn!(

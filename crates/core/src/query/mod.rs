@@ -44,6 +44,7 @@ pub mod metric;
 pub mod plausible;
 pub mod realtime;
 pub mod tally;
+pub mod visits;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -9,12 +9,14 @@
 //!   `stats` and `timeseries` queries;
 //! - [`plausible`]: Plausible's Stats API v2 and v1;
 //! - [`realtime`]: the last minutes' visitors (Tally's `realtime`, v1's
-//!   `realtime/visitors`).
+//!   `realtime/visitors`);
+//! - [`visits`]: the visits list and one visit's journey.
 
 pub mod overview;
 pub mod plausible;
 pub mod realtime;
 pub mod reports;
+pub mod visits;
 
 use lambda_http::Request;
 use std::collections::BTreeMap;
