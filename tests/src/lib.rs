@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod generator;
+pub mod journeys;
 pub mod reference;
 
 pub mod console;

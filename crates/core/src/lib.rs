@@ -50,6 +50,7 @@ pub mod goal;
 pub mod hex;
 pub mod import;
 pub mod item_size;
+pub mod journey;
 pub mod keys;
 pub mod limit;
 pub mod metrics;

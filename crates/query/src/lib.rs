@@ -8,6 +8,8 @@
 //!   `funnels/{id}`: Tally's reports ([`doors::reports`]), as JSON, CSV or
 //!   (the dashboard) a ZIP of CSVs ([`download`]);
 //! - `GET funnels`: the site's funnels;
+//! - `GET journeys`, `transitions`: user journeys and page-to-page pairs
+//!   ([`doors::journeys`]), as JSON or CSV;
 //! - `GET realtime`: visitors in the last five minutes and their pages
 //!   ([`doors::realtime`]);
 //! - `GET visits`, `visits/{id}`: the visits list, newest first with a
@@ -56,13 +58,14 @@ pub use tally_core::query::tally::{DASHBOARD_DIMENSIONS, DASHBOARD_LIMIT, DASHBO
 
 use crate::access::Readers;
 use crate::batch::Reader;
-use crate::doors::{overview, plausible, realtime, reports, visits};
+use crate::doors::{journeys, overview, plausible, realtime, reports, visits};
 use crate::error::{ApiError, error_response, json_response, plausible_error_response};
 use crate::store::QueryStore;
 use lambda_http::http::header::HeaderValue;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use tally_core::query::tally::Endpoint;
+use tally_core::query::tally::journeys::Which;
 use tally_store::clock::Clock;
 
 /// Handles one request with the default configuration.
@@ -157,6 +160,16 @@ async fn route<S: QueryStore, C: Clock>(
                 ["dashboard"] => report(Endpoint::Dashboard, None).await,
                 ["funnels", id] => report(Endpoint::Funnel, Some(id)).await,
                 ["funnels"] => Box::pin(reports::funnels(store, request, &site.id)).await,
+                ["journeys"] | ["transitions"] => {
+                    let which = match rest {
+                        ["journeys"] => Which::Journeys,
+                        _ => Which::Transitions,
+                    };
+                    Box::pin(journeys::report(
+                        store, &reader, request, &access, which, &name,
+                    ))
+                    .await
+                }
                 ["visits"] => Box::pin(visits::list(store, &reader, request, &access)).await,
                 ["visits", id] => {
                     Box::pin(visits::journey(store, &reader, request, &access, id)).await
@@ -167,7 +180,7 @@ async fn route<S: QueryStore, C: Clock>(
                 }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels or access",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions or access",
                 )),
             }
         }

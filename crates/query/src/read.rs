@@ -77,6 +77,7 @@ use tally_core::dimension::Dimension;
 use tally_core::filter::Filter;
 use tally_core::funnel::{Mode, Step, StepCounts};
 use tally_core::goal::Matcher;
+use tally_core::journey::{JourneyCounts, JourneyQuery};
 use tally_core::plan::{self, Inputs, Plan, RollupFit, Warning};
 use tally_core::query::fold::{FoldRequest, Folded, Props as FoldProps, Sources};
 use tally_core::range::DateRange;
@@ -138,6 +139,9 @@ pub struct Fold<'a> {
     pub within: Option<(Millis, Millis)>,
     /// A funnel to follow (read from events): [`Answer::funnel`].
     pub funnel: Option<FunnelSpec<'a>>,
+    /// Journeys or transitions to follow (read from events):
+    /// [`Answer::journey`].
+    pub journey: Option<&'a JourneyQuery>,
 }
 
 impl<'a> Fold<'a> {
@@ -150,6 +154,7 @@ impl<'a> Fold<'a> {
             buckets,
             within: None,
             funnel: None,
+            journey: None,
         }
     }
 
@@ -169,6 +174,7 @@ impl<'a> Fold<'a> {
             && self.buckets != Buckets::Hours
             && self.within.is_none()
             && self.funnel.is_none()
+            && self.journey.is_none()
     }
 }
 
@@ -189,6 +195,7 @@ impl<'a> From<&'a FoldRequest> for Fold<'a> {
                 steps: &q.steps,
                 mode: q.mode,
             }),
+            journey: f.journey.as_ref(),
         }
     }
 }
@@ -200,6 +207,8 @@ pub struct Answer {
     pub aggregates: BTreeMap<Bucket, Aggregate>,
     /// With a funnel: visits and visitors per step.
     pub funnel: Option<StepCounts>,
+    /// With a journey question: its counts.
+    pub journey: Option<JourneyCounts>,
     /// With [`Props::Top`]: the keys chosen, the most used first.
     pub props: Vec<String>,
 }
@@ -385,6 +394,7 @@ impl Read {
             .map(|a| Folded {
                 buckets: a.aggregates,
                 funnel: a.funnel,
+                journey: a.journey,
                 prop_keys: a.props,
                 sources: sources.clone(),
                 warnings: self.plan.warnings.clone(),
@@ -447,6 +457,7 @@ struct OwnedFold {
     buckets: Buckets,
     within: Option<(Millis, Millis)>,
     funnel: Option<(Vec<Step>, Mode)>,
+    journey: Option<JourneyQuery>,
 }
 
 impl OwnedFold {
@@ -469,6 +480,7 @@ impl OwnedFold {
             buckets: f.buckets,
             within: f.within,
             funnel: f.funnel.map(|s| (s.steps.to_vec(), s.mode)),
+            journey: f.journey.cloned(),
         }
     }
 }
@@ -518,7 +530,11 @@ impl Job {
                             ),
                         })
                     });
-                Scan::new(&self.zone, spec, bucket)
+                let scan = Scan::new(&self.zone, spec, bucket);
+                match &f.journey {
+                    Some(q) => scan.follow(q),
+                    None => scan,
+                }
             })
             .collect();
         let outcome = tally_core::stream::run(&mut plan, &mut scans, feed)?;
@@ -646,6 +662,19 @@ fn merge(
                     *a += b;
                 }
             }
+        }
+        for part in &mut parts {
+            if let Some(j) = part.journey.take() {
+                match &mut answer.journey {
+                    Some(mine) => mine.merge(j),
+                    None => answer.journey = Some(j),
+                }
+            }
+        }
+        if let Some(q) = fold.journey
+            && answer.journey.is_none()
+        {
+            answer.journey = Some(JourneyCounts::empty(q.steps));
         }
         if let Some(f) = fold.funnel
             && answer.funnel.is_none()

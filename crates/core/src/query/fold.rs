@@ -24,6 +24,7 @@ use crate::aggregate::Aggregate;
 use crate::dimension::{Dimension, Level};
 use crate::filter::{Events, Filter};
 use crate::funnel::StepCounts;
+use crate::journey::{JourneyCounts, JourneyQuery};
 use crate::plan::{self, Warning};
 use crate::query::{Convention, FunnelQuery, Query, QueryDimension};
 use crate::range::{DateRange, Interval};
@@ -111,6 +112,8 @@ pub struct FoldRequest {
     pub filter: Filter,
     /// Count how far visits got through a funnel (events only).
     pub funnel: Option<FunnelQuery>,
+    /// Follow journeys or transitions (events only).
+    pub journey: Option<JourneyQuery>,
 }
 
 impl FoldRequest {
@@ -140,6 +143,7 @@ impl FoldRequest {
             && !plausible_rows
             && self.within.is_none()
             && self.funnel.is_none()
+            && self.journey.is_none()
     }
 
     /// The bucket of a visit that started at `start`, or `None` to leave
@@ -169,7 +173,8 @@ impl FoldRequest {
         let same = self.range == other.range
             && self.within == other.within
             && self.filter == other.filter
-            && self.funnel == other.funnel;
+            && self.funnel == other.funnel
+            && self.journey == other.journey;
         if !same {
             return None;
         }
@@ -222,6 +227,8 @@ pub struct Folded {
     pub buckets: BTreeMap<Bucket, Aggregate>,
     /// With a funnel: visitors and visits per step.
     pub funnel: Option<StepCounts>,
+    /// With a journey question: its counts.
+    pub journey: Option<JourneyCounts>,
     /// With [`Props::Top`]: the keys chosen, the most used first (ties
     /// by name), each broken down in the buckets' `props`.
     pub prop_keys: Vec<String>,
@@ -322,6 +329,7 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
         props,
         filter: q.filter.clone(),
         funnel: q.funnel.clone(),
+        journey: q.journey.clone(),
     };
     let mut out = Vec::new();
     if let Some(n) = q.top_props {
@@ -332,6 +340,7 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
                 dims: Vec::new(),
                 props: Props::Top(n),
                 funnel: None,
+                journey: None,
                 ..main.clone()
             },
         ));
@@ -359,6 +368,7 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
             props: Props::none(),
             filter: q.filter.clone(),
             funnel: q.funnel.clone(),
+            journey: None,
         };
         if let Some(filter) = base_filter {
             out.push((

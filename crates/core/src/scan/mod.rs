@@ -105,6 +105,7 @@
 
 mod dict;
 mod engine;
+mod journeys;
 mod open;
 pub(crate) mod rows;
 #[cfg(test)]
@@ -114,6 +115,7 @@ mod tests;
 use crate::aggregate::{Aggregate, FoldSpec, Metrics};
 use crate::event::Event;
 use crate::funnel::{Mode, Step, StepCounts};
+use crate::journey::{JourneyCounts, JourneyQuery};
 use crate::segment::{Block, SegmentError, canonical_cmp, read_block};
 use crate::session::{DayCache, Session, continues, kind_order, limit};
 use crate::zone::Zone;
@@ -189,6 +191,8 @@ pub struct Answer<K> {
     pub funnel: Option<StepCounts>,
     /// Property keys by use.
     pub props: PropUse,
+    /// With a journey question ([`Scan::follow`]): its counts.
+    pub journey: Option<JourneyCounts>,
 }
 
 /// What a scan holds now (for tests and figures).
@@ -222,6 +226,8 @@ struct Sink<'a, K, B> {
     days: BTreeMap<Date, Day<K>>,
     /// Days whose visits are left out ([`Scan::forget_day`]).
     forgotten: BTreeSet<Date>,
+    /// A journey question followed through the kept visits.
+    follow: Option<journeys::Follow>,
 }
 
 impl<K: Ord + Copy, B: Fn(Millis) -> Option<K>> Sink<'_, K, B> {
@@ -242,7 +248,13 @@ impl<K: Ord + Copy, B: Fn(Millis) -> Option<K>> Sink<'_, K, B> {
                 pending: Pending::default(),
             })
             .pending;
+        let before = pending.len();
         self.engine.add(&self.dicts, v, k, pending);
+        if let Some(f) = &mut self.follow
+            && pending.len() > before
+        {
+            f.visit(&self.dicts, v.rows, day);
+        }
     }
 }
 
@@ -285,6 +297,7 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
                 engine,
                 days: BTreeMap::new(),
                 forgotten: BTreeSet::new(),
+                follow: None,
             },
             top: spec.top_props,
             days_of: DayCache::new(zone),
@@ -302,6 +315,15 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
             grouped: Vec::new(),
             inflated: Vec::new(),
         }
+    }
+
+    /// Also follows a journey question ([`crate::journey`]) through the
+    /// visits the filter keeps (call before pushing anything):
+    /// [`Answer::journey`].
+    #[must_use]
+    pub fn follow(mut self, q: &JourneyQuery) -> Self {
+        self.sink.follow = Some(journeys::Follow::new(q, &mut self.sink.dicts));
+        self
     }
 
     /// Adds stored events (of any hours not ended yet, in any order).
@@ -367,6 +389,9 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
     /// the day had visits encoded.
     pub fn forget_day(&mut self, day: Date) -> bool {
         self.sink.forgotten.insert(day);
+        if let Some(f) = &mut self.sink.follow {
+            f.forget(day);
+        }
         self.sink.days.remove(&day).is_some()
     }
 
@@ -401,6 +426,7 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
             aggregates: self.out,
             funnel: (steps > 0).then_some(self.funnel),
             props,
+            journey: self.sink.follow.map(journeys::Follow::finish),
         }
     }
 
@@ -413,7 +439,8 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
             + self.open.bytes()
             + self.next.bytes()
             + days.values().map(|d| d.pending.bytes()).sum::<usize>()
-            + self.sink.dicts.bytes();
+            + self.sink.dicts.bytes()
+            + self.sink.follow.as_ref().map_or(0, journeys::Follow::bytes);
         Held {
             hour_rows: self.hours.values().map(|h| h.rows.len()).sum(),
             open_visits: self.open.len(),
@@ -527,6 +554,9 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
         for date in complete {
             if let Some(mut day) = self.sink.days.remove(&date) {
                 self.count(&mut day.pending);
+            }
+            if let Some(f) = &mut self.sink.follow {
+                f.count_day(&self.sink.dicts, date);
             }
         }
     }

@@ -5,6 +5,8 @@
 //! - [`reports`]: Tally's `stats`, `timeseries`, `breakdown/{dimension}`,
 //!   `dashboard`, `funnels` and `funnels/{id}`, as JSON, CSV or ZIP
 //!   ([`crate::download`]);
+//! - [`journeys`]: `journeys` and `transitions` (user journeys forwards
+//!   from an entry page or backwards from a goal, page-to-page pairs);
 //! - [`overview`]: the all-sites view (`/api/overview`), each site's
 //!   `stats` and `timeseries` queries;
 //! - [`plausible`]: Plausible's Stats API v2 and v1;
@@ -12,6 +14,7 @@
 //!   `realtime/visitors`);
 //! - [`visits`]: the visits list and one visit's journey.
 
+pub mod journeys;
 pub mod overview;
 pub mod plausible;
 pub mod realtime;

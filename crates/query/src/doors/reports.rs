@@ -33,6 +33,17 @@ pub(crate) fn format(request: &Request) -> Result<Format, ApiError> {
     )?)
 }
 
+/// The filter of the shared link a request reads through, if any: every
+/// report ANDs it into its own.
+pub(crate) fn link_filter(access: &Access) -> Result<Option<Filter>, ApiError> {
+    Ok(match access {
+        Access::Share(share) if !share.filter.is_empty() => {
+            Some(Filter::parse(&share.filter).map_err(ParseError::from)?)
+        }
+        _ => None,
+    })
+}
+
 /// A report (`name` names its file: `stats`, `breakdown-page`, …);
 /// `funnel` is the id of `funnels/{id}`.
 pub(crate) async fn report<S: QueryStore>(
@@ -44,12 +55,7 @@ pub(crate) async fn report<S: QueryStore>(
     funnel: Option<&str>,
     name: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let link_filter = match access {
-        Access::Share(share) if !share.filter.is_empty() => {
-            Some(Filter::parse(&share.filter).map_err(ParseError::from)?)
-        }
-        _ => None,
-    };
+    let link_filter = link_filter(access)?;
     let accept = tally_lambda::request::header(request, "accept");
     let mut parsed = tally::parse(
         endpoint,

@@ -615,7 +615,7 @@ pub fn render(request: &Request, site: Site<'_>, answers: &[Answer]) -> Body {
     }
 }
 
-fn common(request: &Request, site: Site<'_>, a: &Answer) -> Meta {
+pub(crate) fn common(request: &Request, site: Site<'_>, a: &Answer) -> Meta {
     Meta {
         site: site.id.to_owned(),
         period: request.period.clone(),

@@ -10,6 +10,8 @@
 //! `dimensions`, a funnel `mode`. An empty value counts as absent.
 
 pub mod body;
+pub mod journeys;
+pub mod vitals;
 
 use crate::dimension::{Dimension, Level, prop_key};
 use crate::filter::{Filter, MAX_FILTERS};

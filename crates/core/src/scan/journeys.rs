@@ -1,0 +1,164 @@
+//! Journeys in the scan: each visit the filter keeps is read once when it
+//! closes into its collapsed route of path ids ([`crate::journey`]), its
+//! rows counted per local day (visitors distinct per day), and a day's
+//! rows named, cut to their top and added to the range's counts when the
+//! day is counted, so memory holds one day's distinct routes.
+
+use super::dict::NONE;
+use super::rows::{Dicts, Row};
+use crate::event::Kind;
+use crate::goal::Matcher;
+use crate::journey::{
+    DayTally, Direction, JourneyCounts, JourneyQuery, Route, Shape, StepKey, VisitRoutes,
+    push_collapsed, visit_routes,
+};
+use std::collections::BTreeMap;
+use time::Date;
+
+/// A day's rows, by path ids.
+#[derive(Default)]
+struct Day {
+    routes: DayTally<Route<u32>>,
+    steps: DayTally<StepKey>,
+}
+
+/// Follows a journey question through a scan's closed visits.
+pub(crate) struct Follow {
+    shape: Shape<u32>,
+    steps: usize,
+    day_rows: usize,
+    /// Backward: the goal, and its answers by path or name id.
+    goal: Option<(Matcher, Vec<u8>)>,
+    days: BTreeMap<Date, Day>,
+    counts: JourneyCounts,
+    route: Vec<u32>,
+    out: VisitRoutes<u32>,
+}
+
+impl Follow {
+    /// The follower of `q`, reading the columns it needs of `d`.
+    pub(crate) fn new(q: &JourneyQuery, d: &mut Dicts) -> Self {
+        d.proj.path = true;
+        let (shape, goal) = match &q.direction {
+            Direction::Forward { entry } => (Shape::Forward(d.path.id(entry)), None),
+            Direction::Transitions { page } => (
+                Shape::Transitions(page.as_deref().map(|p| d.path.id(p))),
+                None,
+            ),
+            // A goal that does not compile converts nothing.
+            Direction::Backward { goal } => (Shape::Backward, goal.compile().ok()),
+        };
+        if goal.as_ref().is_some_and(Matcher::on_events) {
+            d.proj.name = true;
+        }
+        Self {
+            shape,
+            steps: q.steps,
+            day_rows: q.day_rows,
+            goal: goal.map(|m| (m, Vec::new())),
+            days: BTreeMap::new(),
+            counts: JourneyCounts::empty(q.steps),
+            route: Vec::new(),
+            out: VisitRoutes::default(),
+        }
+    }
+
+    /// A kept visit (its rows in order) that started on local day `day`.
+    pub(crate) fn visit(&mut self, d: &Dicts, rows: &[Row], day: Date) {
+        let Some(first) = rows.first() else { return };
+        self.route.clear();
+        let mut converted = None;
+        for r in rows {
+            if let Some((m, memo)) = &mut self.goal
+                && converted.is_none()
+                && converts(m, memo, r, d)
+            {
+                converted = Some(self.route.len());
+                break;
+            }
+            if r.kind == Kind::PageView && r.path != NONE {
+                push_collapsed(&mut self.route, r.path);
+            }
+        }
+        visit_routes(
+            self.shape,
+            self.steps,
+            &self.route,
+            converted,
+            &mut self.out,
+        );
+        if self.out.steps.is_empty() {
+            return;
+        }
+        let tally = self.days.entry(day).or_default();
+        for route in &self.out.routes {
+            tally.routes.add(route, first.visitor);
+        }
+        for key in &self.out.steps {
+            tally.steps.add(key, first.visitor);
+        }
+    }
+
+    /// Day `day` is complete: its rows named and added.
+    pub(crate) fn count_day(&mut self, d: &Dicts, day: Date) {
+        let Some(tally) = self.days.remove(&day) else {
+            return;
+        };
+        let rows = tally
+            .routes
+            .into_rows()
+            .into_iter()
+            .map(|(r, c)| {
+                let pages = r
+                    .pages
+                    .iter()
+                    .map(|p| p.map(|id| d.path.name(id).to_owned()))
+                    .collect();
+                (
+                    Route {
+                        pages,
+                        more: r.more,
+                    },
+                    c,
+                )
+            })
+            .collect();
+        self.counts
+            .add_day(rows, tally.steps.into_rows(), self.day_rows);
+    }
+
+    /// Leaves a day out.
+    pub(crate) fn forget(&mut self, day: Date) {
+        self.days.remove(&day);
+    }
+
+    /// Bytes held by the days not counted yet.
+    pub(crate) fn bytes(&self) -> usize {
+        self.days
+            .values()
+            .map(|t| t.routes.bytes() + t.steps.bytes())
+            .sum()
+    }
+
+    /// The counts of every day counted.
+    pub(crate) fn finish(self) -> JourneyCounts {
+        self.counts
+    }
+}
+
+/// Whether row `r` converts the goal (memoised by path or name id).
+fn converts(m: &Matcher, memo: &mut Vec<u8>, r: &Row, d: &Dicts) -> bool {
+    let (id, path, name) = match (m.on_events(), r.kind) {
+        (true, Kind::Custom) if r.name != NONE => (r.name, "", Some(d.name.name(r.name))),
+        (false, Kind::PageView) if r.path != NONE => (r.path, d.path.name(r.path), None),
+        _ => return false,
+    };
+    let i = id as usize;
+    if memo.len() <= i {
+        memo.resize(i + 1, 0);
+    }
+    if memo[i] == 0 {
+        memo[i] = 1 + u8::from(m.converts_parts(r.kind, path, name));
+    }
+    memo[i] == 2
+}
