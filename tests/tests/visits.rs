@@ -350,3 +350,102 @@ async fn bad_requests_and_other_readers_are_refused() {
     let (s, body) = linked.call(&config, "visits").await;
     assert_eq!((s, code(&body).as_str()), (403, "not_shared"));
 }
+
+/// The read cost of a first page (BENCHMARKS.md, "The visits list"): a
+/// day of `TALLY_VISITS_PER_DAY` visits (default 3,000, ~5.5 events each)
+/// compacted into segments, and the open hours raw. A first page of a
+/// two-day range reads today only (its manifests Query, its parts, its raw
+/// hours); the page that crosses into yesterday reads today again (the
+/// cursor's day) and yesterday.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_page_reads_the_newest_day_only() {
+    let per_day: u64 = std::env::var("TALLY_VISITS_PER_DAY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3_000);
+    let h = Harness::start().await;
+    let zone = Zone::parse("Europe/Berlin").unwrap();
+    let mut site = Site::new(SITE, &[SITE.to_owned()], zone.name(), 0).unwrap();
+    site.created_at = zone.day_start(DAY1);
+    h.store.create_site(&site).await.unwrap();
+    let key = tally_tests::new_key(&h.store, SITE, 4).await;
+    let now = zone.day_end(DAY2) - 30 * MINUTE_MS;
+    let mut events = traffic(&site, zone.day_start(DAY1), 2, per_day, 5);
+    events.retain(|e| e.event.ts < now - 2 * MINUTE_MS);
+    store_events(&h.store, &site, &events).await;
+    tally_tests::run_job(&h.store, now).await;
+    let api = Api {
+        query: DynamoQuery::new(h.store.clone()),
+        site: SITE.into(),
+        key,
+        now,
+    };
+    let config = Config::default();
+    let mut cost = |label: &str, ops: std::collections::BTreeMap<String, u64>, ms: u128| {
+        eprintln!(
+            "visits cost: {label}: {} events stored, {ops:?}, {:.1} read units, {ms} ms (debug build)",
+            events.len(),
+            h.counter.read_units()
+        );
+        h.counter.reset();
+        ops
+    };
+    h.counter.reset();
+    let started = std::time::Instant::now();
+    let first = api
+        .get(&config, "visits?from=2026-03-10&to=2026-03-11")
+        .await;
+    let ops = cost(
+        "first page",
+        h.counter.by_operation(),
+        started.elapsed().as_millis(),
+    );
+    assert_eq!(
+        first["meta"]["days_read"],
+        serde_json::json!(["2026-03-11"])
+    );
+    assert_eq!(ids(&first).len(), 50);
+    assert!(
+        ops.get("BatchGetItem").copied().unwrap_or(0) >= 1,
+        "{ops:?}"
+    );
+    // Continuing with a cursor from the day's last visit.
+    let today = api.get(&config, "visits?limit=200").await;
+    let mut cursor = today["next"].as_str().map(str::to_owned);
+    let mut last = today;
+    while let Some(c) = cursor {
+        last = api
+            .get(&config, &format!("visits?limit=200&cursor={c}"))
+            .await;
+        cursor = last["next"].as_str().map(str::to_owned);
+    }
+    let last_id = last["results"].as_array().unwrap().last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.counter.reset();
+    let started = std::time::Instant::now();
+    let crossing = api
+        .get(
+            &config,
+            &format!("visits?from=2026-03-10&to=2026-03-11&cursor={last_id}"),
+        )
+        .await;
+    cost(
+        "the page after today's last",
+        h.counter.by_operation(),
+        started.elapsed().as_millis(),
+    );
+    // The cursor's own day is read again (its visits below the cursor),
+    // then yesterday.
+    assert_eq!(
+        crossing["meta"]["days_read"],
+        serde_json::json!(["2026-03-11", "2026-03-10"])
+    );
+    assert!(
+        crossing["results"][0]["start"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-03-10")
+    );
+}

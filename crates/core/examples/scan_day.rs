@@ -25,6 +25,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::time::Instant;
 use tally_core::aggregate::fold;
 use tally_core::filter::Filter;
+use tally_core::journey::{Direction, JourneyQuery, MAX_STEPS};
 use tally_core::scan::Scan;
 use tally_core::segment::{blocks_of, decode_part, pack};
 use tally_core::session::sessions;
@@ -72,13 +73,25 @@ fn main() {
             }
             println!("{events} events over {days} days, {bytes} bytes of parts");
         }
-        "scan" | "rollup" => {
-            let spec = if step == "scan" {
-                day::stats(&filter)
-            } else {
-                day::rollup(&everything)
+        "scan" | "rollup" | "journeys" | "transitions" => {
+            let spec = match step {
+                "scan" => day::stats(&filter),
+                "rollup" => day::rollup(&everything),
+                _ => day::stats(&everything),
             };
+            // `journeys PATH [ENTRY]`: forward 20 steps from ENTRY (`/`).
+            let journey = match step {
+                "journeys" => Some(Direction::Forward {
+                    entry: args.get(3).map_or("/", String::as_str).to_owned(),
+                }),
+                "transitions" => Some(Direction::Transitions { page: None }),
+                _ => None,
+            }
+            .map(|d| JourneyQuery::new(d, MAX_STEPS));
             let mut s = Scan::new(&zone, spec, |start| Some(zone.local_date(start)));
+            if let Some(q) = &journey {
+                s = s.follow(q);
+            }
             let (mut events, mut held, mut last) = (0u64, 0, None::<Millis>);
             let (mut decode, mut kernel) = (0.0, 0.0);
             parts(path, |part| {
@@ -104,6 +117,15 @@ fn main() {
                 println!("{day}: {:?}", agg.totals);
             }
             println!("{} days answered", answer.aggregates.len());
+            if let Some(j) = &answer.journey {
+                println!(
+                    "journey: {} visits, {} rows kept, other {} visits, cut {}",
+                    j.total.visits,
+                    j.routes.len(),
+                    j.other.visits,
+                    j.cut
+                );
+            }
             println!("decoding blocks into rows {decode:.3} s, visits and fold {kernel:.3} s");
             println!(
                 "{events} events scanned in {secs:.3} s ({:.2} M events/s); most held by the scan: {:.1} MB",
