@@ -272,8 +272,7 @@ fn empty_figure(metric: Metric) -> Figure {
         | Metric::ScrollDepth
         | Metric::Revenue
         | Metric::TotalRevenue
-        | Metric::AverageRevenue
-        | Metric::Vital(..) => Figure::Null,
+        | Metric::AverageRevenue => Figure::Null,
         Metric::ViewsPerVisit
         | Metric::BounceRate
         | Metric::Percentage
