@@ -381,7 +381,7 @@ async fn a_first_page_reads_the_newest_day_only() {
         now,
     };
     let config = Config::default();
-    let mut cost = |label: &str, ops: std::collections::BTreeMap<String, u64>, ms: u128| {
+    let cost = |label: &str, ops: std::collections::BTreeMap<String, u64>, ms: u128| {
         eprintln!(
             "visits cost: {label}: {} events stored, {ops:?}, {:.1} read units, {ms} ms (debug build)",
             events.len(),
