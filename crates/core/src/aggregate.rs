@@ -71,6 +71,12 @@ pub struct Metrics {
     /// Goals only: the revenue its conversions carried, per currency.
     #[serde(rename = "r", default, skip_serializing_if = "BTreeMap::is_empty")]
     pub revenue: BTreeMap<String, RevenueSum>,
+    /// Web Vitals of the row's counted page views (the last values each
+    /// reported), one histogram per metric; on the totals, page rows and
+    /// visit-level rows, not on event, goal and property rows. Rollups
+    /// written before vitals have none, as their days' events had none.
+    #[serde(rename = "w", default, skip_serializing_if = "Option::is_none")]
+    pub vitals: Option<Box<crate::vitals::VitalsHist>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -93,6 +99,7 @@ impl Metrics {
         for (currency, sum) in &o.revenue {
             self.revenue.entry(currency.clone()).or_default().add(sum);
         }
+        crate::vitals::merge_into(&mut self.vitals, &o.vitals);
     }
 
     /// The sum of two buckets' counts, or `None` when a count would pass
@@ -110,6 +117,7 @@ impl Metrics {
         for (currency, sum) in &o.revenue {
             out.revenue.entry(currency.clone()).or_default().add(sum);
         }
+        crate::vitals::merge_into(&mut out.vitals, &o.vitals);
         Some(out)
     }
 

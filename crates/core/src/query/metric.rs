@@ -67,6 +67,77 @@ pub enum Metric {
     /// Average revenue per conversion that carried revenue, in the query's
     /// one currency (Plausible).
     AverageRevenue,
+    /// A Web Vitals figure of the row's page views ([`crate::vitals`]):
+    /// a percentile (ms; CLS as a score to 3 decimals, within the
+    /// histogram's 2.5 %), a rating's share (percent), or the page views
+    /// that reported the metric; null without any.
+    Vital(crate::vitals::Vital, VitalStat),
+}
+
+/// What a [`Metric::Vital`] tells of a metric's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VitalStat {
+    /// The median.
+    P50,
+    /// The 75th percentile (Google's assessment).
+    P75,
+    /// The 90th percentile.
+    P90,
+    /// Percent of values rated good.
+    Good,
+    /// Percent rated needs improvement.
+    NeedsImprovement,
+    /// Percent rated poor.
+    Poor,
+    /// Page views that reported the metric.
+    Count,
+}
+
+impl VitalStat {
+    /// Every statistic, in the order bodies list them.
+    pub const ALL: [VitalStat; 7] = [
+        Self::P50,
+        Self::P75,
+        Self::P90,
+        Self::Good,
+        Self::NeedsImprovement,
+        Self::Poor,
+        Self::Count,
+    ];
+
+    /// Its name as metric names end (`p75`, `good`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::P50 => "p50",
+            Self::P75 => "p75",
+            Self::P90 => "p90",
+            Self::Good => "good",
+            Self::NeedsImprovement => "needs_improvement",
+            Self::Poor => "poor",
+            Self::Count => "count",
+        }
+    }
+}
+
+/// The value of a Web Vitals figure for a row's counts: a percentile in
+/// the metric's reported unit (ms, or the CLS score), a share in percent,
+/// a count; `None` when the row has no value of the metric.
+pub fn vital_value(m: &Metrics, v: crate::vitals::Vital, stat: VitalStat) -> Option<f64> {
+    use crate::vitals::Rating;
+    let h = m.vitals.as_ref()?.get(v);
+    if h.count() == 0 {
+        return None;
+    }
+    let q = |q: f64| h.quantile(q).map(|x| x / v.scale());
+    match stat {
+        VitalStat::P50 => q(0.5),
+        VitalStat::P75 => q(0.75),
+        VitalStat::P90 => q(0.9),
+        VitalStat::Good => h.share(Rating::Good),
+        VitalStat::NeedsImprovement => h.share(Rating::NeedsImprovement),
+        VitalStat::Poor => h.share(Rating::Poor),
+        VitalStat::Count => Some(h.count() as f64),
+    }
 }
 
 impl Metric {
@@ -122,6 +193,7 @@ impl Metric {
             Self::ScrollDepth => quotient(m.scroll_sum, m.engaged_views),
             Self::TotalValue => Some(m.value),
             Self::Revenue | Self::TotalRevenue | Self::AverageRevenue => None,
+            Self::Vital(v, stat) => vital_value(m, v, stat),
         }
     }
 
@@ -150,6 +222,18 @@ impl Metric {
             Self::TotalValue => Figure::Number(m.value),
             Self::Revenue => Figure::Revenue(revenue(m)),
             Self::TotalRevenue | Self::AverageRevenue => Figure::Null,
+            Self::Vital(v, stat) => match (exact, stat) {
+                (None, _) => Figure::Null,
+                (Some(x), VitalStat::Count) => Figure::Count(x as u64),
+                (Some(x), VitalStat::P50 | VitalStat::P75 | VitalStat::P90) => {
+                    Figure::Number(if v == crate::vitals::Vital::Cls {
+                        round_to(x, 3)
+                    } else {
+                        x.round()
+                    })
+                }
+                (Some(x), _) => Figure::Number(x),
+            },
         }
     }
 

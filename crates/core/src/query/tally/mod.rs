@@ -189,7 +189,7 @@ impl Breakdown {
         }
     }
 
-    fn dimension(&self) -> QueryDimension {
+    pub(crate) fn dimension(&self) -> QueryDimension {
         match self {
             Self::Dim(d) => QueryDimension::Dim(*d),
             Self::Prop(k) => QueryDimension::Prop(k.clone()),
