@@ -170,6 +170,7 @@ async fn route<S: QueryStore, C: Clock>(
                     ))
                     .await
                 }
+                ["vitals"] => Box::pin(doors::vitals::report(store, &reader, request, &access)).await,
                 ["visits"] => Box::pin(visits::list(store, &reader, request, &access)).await,
                 ["visits", id] => {
                     Box::pin(visits::journey(store, &reader, request, &access, id)).await
@@ -180,7 +181,7 @@ async fn route<S: QueryStore, C: Clock>(
                 }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions or access",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions, vitals or access",
                 )),
             }
         }

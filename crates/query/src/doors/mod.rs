@@ -20,6 +20,7 @@ pub mod plausible;
 pub mod realtime;
 pub mod reports;
 pub mod visits;
+pub mod vitals;
 
 use lambda_http::Request;
 use std::collections::BTreeMap;
