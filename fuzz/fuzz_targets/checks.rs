@@ -404,6 +404,9 @@ impl Recipe<'_> {
                 amount: format!("{}.{:02}", self.uint(3), self.byte() % 100),
                 currency: ["EUR", "USD", "JPY"][usize::from(self.byte() % 3)].to_owned(),
             }),
+            // Last, so older corpus inputs read the same fields as before.
+            browser_version: self.opt_text(),
+            os_version: self.opt_text(),
         }
     }
 

@@ -65,8 +65,9 @@ fn days_of(sources: &[Value], kind: &str) -> u64 {
 /// Filters with every operator: is, is not, contains, does not contain,
 /// wildcards, alternatives, `(none)`, and visit, page-view, event and goal
 /// levels.
-const FILTERS: [&str; 8] = [
+const FILTERS: [&str; 9] = [
     "page==/blog/*",
+    "os_version==macOS*|iOS 17.5",
     "country!=DE",
     "source~=oo",
     "referrer!~ycombinator",
@@ -102,7 +103,10 @@ fn paths() -> Vec<String> {
         // Filters on the ranges that mix sources.
         if i == 1 || i == 3 || i == 4 {
             for f in FILTERS {
-                let f = f.replace('|', "%7C").replace(';', "%3B");
+                let f = f
+                    .replace('|', "%7C")
+                    .replace(';', "%3B")
+                    .replace(' ', "%20");
                 out.push(format!("stats?{r}&filters={f}&compare=previous"));
                 out.push(format!("timeseries?{r}&filters={f}&interval=day"));
                 if i != 4 {

@@ -505,7 +505,7 @@ fn csv_err(e: csv::Error) -> TransferError {
 }
 
 /// The dimensions a daily export writes (every one but custom properties).
-pub const DAILY_DIMENSIONS: [Dimension; 21] = Dimension::ALL;
+pub const DAILY_DIMENSIONS: [Dimension; Dimension::ALL.len()] = Dimension::ALL;
 
 /// Writes the daily figures of `range` in Tally's daily layout into `dir`:
 /// `totals.csv` and one `<dimension>.csv` per dimension, read through the

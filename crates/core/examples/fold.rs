@@ -63,6 +63,8 @@ fn main() {
                 utm_term: None,
                 browser: browsers[(v % 4) as usize].into(),
                 os: "macOS".into(),
+                browser_version: None,
+                os_version: None,
                 device: DeviceType::Desktop,
                 country: Some(countries[(v % 6) as usize].into()),
                 region: None,

@@ -35,6 +35,10 @@ pub enum Dimension {
     Browser,
     /// Operating system.
     Os,
+    /// Browser and its version (`Chrome 120.0`).
+    BrowserVersion,
+    /// Operating system and its version (`macOS 10.15`).
+    OsVersion,
     /// Country (ISO 3166 alpha-2).
     Country,
     /// Region (CloudFront only).
@@ -86,7 +90,7 @@ pub enum Level {
 
 impl Dimension {
     /// Every dimension.
-    pub const ALL: [Dimension; 21] = [
+    pub const ALL: [Dimension; 23] = [
         Self::Page,
         Self::EntryPage,
         Self::ExitPage,
@@ -101,6 +105,8 @@ impl Dimension {
         Self::Device,
         Self::Browser,
         Self::Os,
+        Self::BrowserVersion,
+        Self::OsVersion,
         Self::Country,
         Self::Region,
         Self::City,
@@ -142,6 +148,8 @@ impl Dimension {
             Self::Device => "device",
             Self::Browser => "browser",
             Self::Os => "os",
+            Self::BrowserVersion => "browser_version",
+            Self::OsVersion => "os_version",
             Self::Country => "country",
             Self::Region => "region",
             Self::City => "city",
@@ -165,6 +173,8 @@ impl Dimension {
             "channels" => "channel",
             "devices" => "device",
             "browsers" => "browser",
+            "browser_versions" => "browser_version",
+            "os_versions" => "os_version",
             "countries" => "country",
             "regions" => "region",
             "cities" => "city",
@@ -175,6 +185,16 @@ impl Dimension {
             other => other,
         };
         Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// For a version dimension, the dimension it versions (its values
+    /// start with that one's: `Chrome 120.0` of `Chrome`).
+    pub fn versioned(self) -> Option<Self> {
+        match self {
+            Self::BrowserVersion => Some(Self::Browser),
+            Self::OsVersion => Some(Self::Os),
+            _ => None,
+        }
     }
 
     /// What the dimension describes.
@@ -205,6 +225,8 @@ impl Dimension {
             Self::Device => Some(e.device.as_str()),
             Self::Browser => Some(&e.browser),
             Self::Os => Some(&e.os),
+            Self::BrowserVersion => e.browser_version.as_deref(),
+            Self::OsVersion => e.os_version.as_deref(),
             Self::Country => e.country.as_deref(),
             Self::Region => e.region.as_deref(),
             Self::City => e.city.as_deref(),

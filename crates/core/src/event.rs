@@ -21,7 +21,7 @@
 use crate::classify::bot::{detect_bot, is_spam_referrer};
 use crate::classify::geo::country_for_time_zone;
 use crate::classify::referrer::{Channel, Utm, classify, click_id, referrer_label};
-use crate::classify::ua::{DeviceType, classify_user_agent};
+use crate::classify::ua::{DeviceType, classify_user_agent, with_version};
 pub use crate::item_size::MAX_ITEM_BYTES;
 use crate::payload::{Drop, Hit, HitKind, Rejection};
 use crate::salt::{DailySalt, session_id, visitor_id};
@@ -53,6 +53,9 @@ pub const MAX_CITY_BYTES: usize = 64;
 pub const MAX_REGION_BYTES: usize = 16;
 /// Longest stored browser or operating-system name, bytes.
 pub const MAX_UA_LABEL_BYTES: usize = 32;
+/// Longest browser or system name with its version (`Chrome 120.0`),
+/// bytes: a name and a `major.minor` of two numbers of up to 10 digits.
+pub const MAX_UA_VERSION_BYTES: usize = MAX_UA_LABEL_BYTES + 22;
 /// Most properties stored per event (the first, in key order, that fit).
 pub const MAX_PROPS: usize = 10;
 /// Longest stored property key, bytes.
@@ -146,6 +149,14 @@ pub struct Event {
     pub browser: String,
     /// Operating system name.
     pub os: String,
+    /// The browser and its version, `Chrome 120.0`
+    /// ([`crate::classify::ua::with_version`]); none when the agent states
+    /// no version (and in events stored before versions were).
+    #[serde(rename = "bv", default, skip_serializing_if = "Option::is_none")]
+    pub browser_version: Option<String>,
+    /// The system and its version, `macOS 10.15`, `Windows 10`.
+    #[serde(rename = "ov", default, skip_serializing_if = "Option::is_none")]
+    pub os_version: Option<String>,
     /// Device type.
     #[serde(rename = "dv")]
     pub device: DeviceType,
@@ -331,6 +342,11 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
         utm_term: utm.term,
         browser: label(ua.browser, MAX_UA_LABEL_BYTES),
         os: label(ua.os, MAX_UA_LABEL_BYTES),
+        browser_version: with_version(
+            &label(ua.browser, MAX_UA_LABEL_BYTES),
+            ua.browser_version.as_deref(),
+        ),
+        os_version: with_version(&label(ua.os, MAX_UA_LABEL_BYTES), ua.os_version.as_deref()),
         device: ua.device,
         country,
         region,
@@ -621,6 +637,8 @@ mod tests {
         assert_eq!(e.referrer.as_deref(), Some("google.com"));
         assert_eq!(e.browser, "Chrome");
         assert_eq!(e.os, "macOS");
+        assert_eq!(e.browser_version.as_deref(), Some("Chrome 131.0"));
+        assert_eq!(e.os_version.as_deref(), Some("macOS 10.15"));
         assert_eq!(e.country.as_deref(), Some("DE"));
         assert_eq!(e.screen.as_deref(), Some("390x844"));
     }

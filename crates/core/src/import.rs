@@ -135,6 +135,7 @@ fn clip_label(d: Dimension, text: &str) -> &str {
         Dimension::Prop => e::MAX_PROP_VALUE_BYTES,
         // Ingest derives these itself (a browser or OS name, and shorter
         // ones: a device, a channel, a screen size, a country code).
+        Dimension::BrowserVersion | Dimension::OsVersion => e::MAX_UA_VERSION_BYTES,
         Dimension::Browser
         | Dimension::Os
         | Dimension::Device

@@ -30,8 +30,14 @@ use std::io::{Read, Write};
 
 /// The first bytes of every part.
 pub const MAGIC: &[u8; 3] = b"TSG";
-/// The part format this code writes and reads.
-pub const VERSION: u8 = 2;
+/// The part format this code writes. Version 3 names each block's body
+/// format ([`Block::format`]); version 2 parts, written before, hold
+/// bodies of format 2 only, and are still read.
+pub const VERSION: u8 = 3;
+/// The body format this code writes: format 3 adds the browser and system
+/// versions after format 2's string columns; a format 2 body reads them as
+/// none (events stored before versions were).
+pub const BLOCK_FORMAT: u8 = 3;
 /// Most events in one block: about 200 KB compressed for typical traffic.
 pub const BLOCK_EVENTS: usize = 24 * 1024;
 /// Largest compressed block; a larger hour is split into several blocks.
@@ -70,6 +76,9 @@ pub struct Block {
     pub hour: Millis,
     /// Events in the block.
     pub events: u32,
+    /// Its body's format (2 or [`BLOCK_FORMAT`]): a block moved into a
+    /// new part keeps the format it was encoded in.
+    pub format: u8,
     /// The zlib stream.
     pub bytes: Vec<u8>,
 }
@@ -227,6 +236,7 @@ pub fn encode_hour(hour: Millis, events: &[Event]) -> HourBlocks {
         blocks.push(Block {
             hour,
             events: u32::try_from(to - from).unwrap_or(u32::MAX),
+            format: BLOCK_FORMAT,
             bytes: packed,
         });
     }
@@ -274,7 +284,7 @@ pub fn blocks_of(bytes: &[u8]) -> Result<Vec<Block>, SegmentError> {
         return Err(SegmentError::Magic);
     }
     let version = r.byte()?;
-    if version != VERSION {
+    if version != 2 && version != VERSION {
         return Err(SegmentError::Version(version));
     }
     let count = r.len()?;
@@ -285,10 +295,15 @@ pub fn blocks_of(bytes: &[u8]) -> Result<Vec<Block>, SegmentError> {
             .and_then(|h| h.checked_mul(HOUR_MS))
             .ok_or(SegmentError::Corrupt("hour"))?;
         let events = u32::try_from(r.varint()?).map_err(|_| SegmentError::Corrupt("count"))?;
+        let format = if version == 2 { 2 } else { r.byte()? };
+        if format != 2 && format != BLOCK_FORMAT {
+            return Err(SegmentError::Version(format));
+        }
         let len = r.len()?;
         out.push(Block {
             hour,
             events,
+            format,
             bytes: r.take(len)?.to_vec(),
         });
     }
@@ -317,7 +332,7 @@ pub fn decode_part(
 /// Decodes one block: its events in time order.
 pub fn decode_block(block: &Block) -> Result<Vec<Event>, SegmentError> {
     let body = inflate(&block.bytes)?;
-    let mut events = decode_body(block.hour, &body)?;
+    let mut events = decode_body(block.hour, &body, block.format)?;
     if events.len() != block.events as usize {
         return Err(SegmentError::Corrupt("event count"));
     }
@@ -333,6 +348,7 @@ fn write_part(day_start: Millis, blocks: &[&Block]) -> Part {
     for b in blocks {
         put_varint(&mut out, u64::try_from(b.hour / HOUR_MS).unwrap_or(0));
         put_varint(&mut out, u64::from(b.events));
+        out.push(b.format);
         put_varint(&mut out, b.bytes.len() as u64);
         out.extend_from_slice(&b.bytes);
     }
@@ -391,6 +407,8 @@ pub fn decoded_size(e: &Event) -> usize {
         + e.source.len()
         + e.browser.len()
         + e.os.len()
+        + opt(&e.browser_version)
+        + opt(&e.os_version)
         + opt(&e.referrer)
         + opt(&e.utm_source)
         + opt(&e.utm_medium)
@@ -435,6 +453,8 @@ pub fn canonical_cmp(a: &Event, b: &Event) -> Ordering {
         .then_with(|| a.utm_term.cmp(&b.utm_term))
         .then_with(|| a.browser.cmp(&b.browser))
         .then_with(|| a.os.cmp(&b.os))
+        .then_with(|| a.browser_version.cmp(&b.browser_version))
+        .then_with(|| a.os_version.cmp(&b.os_version))
         .then_with(|| device_code(a.device).cmp(&device_code(b.device)))
         .then_with(|| a.country.cmp(&b.country))
         .then_with(|| a.region.cmp(&b.region))
@@ -622,9 +642,19 @@ fn is_visitor_hex(v: &str) -> bool {
 }
 
 /// String columns after the visitor ids.
-const COLUMNS: usize = 19;
+const COLUMNS: usize = 21;
+
+/// String columns a body of a format holds (format 2 lacks the versions).
+fn columns_of(format: u8) -> usize {
+    if format >= 3 { COLUMNS } else { 19 }
+}
 
 fn encode_body(hour: Millis, events: &[&Event]) -> Vec<u8> {
+    encode_body_of(hour, events, BLOCK_FORMAT)
+}
+
+/// A body of `format` (only tests write an older one).
+fn encode_body_of(hour: Millis, events: &[&Event], format: u8) -> Vec<u8> {
     let n = events.len();
     let mut out = Vec::with_capacity(n * 24 + 256);
     // The hour is repeated inside the checksummed stream, so a damaged
@@ -666,8 +696,10 @@ fn encode_body(hour: Millis, events: &[&Event]) -> Vec<u8> {
         |e| e.name.as_deref(),
         |e| e.revenue.as_ref().map(|r| r.amount.as_str()),
         |e| e.revenue.as_ref().map(|r| r.currency.as_str()),
+        |e| e.browser_version.as_deref(),
+        |e| e.os_version.as_deref(),
     ];
-    for get in columns {
+    for get in columns.into_iter().take(columns_of(format)) {
         let mut d = Dict::new(n);
         for e in events {
             d.push(get(e));
@@ -726,6 +758,10 @@ pub(crate) mod col {
     pub const AMOUNT: usize = 17;
     /// The revenue's currency.
     pub const CURRENCY: usize = 18;
+    /// The browser and its version (format 3).
+    pub const BROWSER_VERSION: usize = 19;
+    /// The system and its version (format 3).
+    pub const OS_VERSION: usize = 20;
 }
 
 /// The string column holding a visit-level dimension's value (its first
@@ -743,6 +779,8 @@ pub(crate) fn session_column(d: crate::dimension::Dimension) -> Option<usize> {
         D::UtmTerm => col::UTM_SOURCE + 4,
         D::Browser => col::BROWSER,
         D::Os => col::OS,
+        D::BrowserVersion => col::BROWSER_VERSION,
+        D::OsVersion => col::OS_VERSION,
         D::Country => col::COUNTRY,
         D::Region => col::COUNTRY + 1,
         D::City => col::COUNTRY + 2,
@@ -789,9 +827,10 @@ pub(crate) struct Body<'a> {
 /// Every string column ([`read_body`]'s `wanted`).
 const ALL_COLUMNS: u32 = (1 << COLUMNS) - 1;
 
-/// Reads a body. String columns not in `wanted` (a bit per [`col`]) are
-/// stepped over, not checked or kept: their [`Column`]s are empty.
-fn read_body(hour: Millis, body: &[u8], wanted: u32) -> Result<Body<'_>, SegmentError> {
+/// Reads a body of `format`. String columns not in `wanted` (a bit per
+/// [`col`]) are stepped over, not checked or kept, and columns the format
+/// lacks are none for every event: their [`Column`]s are empty.
+fn read_body(hour: Millis, body: &[u8], wanted: u32, format: u8) -> Result<Body<'_>, SegmentError> {
     let mut r = Reader::new(body);
     if i64::try_from(r.varint()?)
         .ok()
@@ -829,7 +868,9 @@ fn read_body(hour: Millis, body: &[u8], wanted: u32) -> Result<Body<'_>, Segment
     let visitors = read_visitors(&mut r, n)?;
     let mut cols: Vec<Column> = Vec::with_capacity(COLUMNS);
     for c in 0..COLUMNS {
-        cols.push(if wanted & (1 << c) != 0 {
+        cols.push(if c >= columns_of(format) {
+            Column::empty()
+        } else if wanted & (1 << c) != 0 {
             Column::read(&mut r, n)?
         } else {
             Column::skip(&mut r, n)?
@@ -901,15 +942,15 @@ pub(crate) fn read_block<T>(
     rows: impl FnOnce(&Body<'_>) -> Result<T, SegmentError>,
 ) -> Result<T, SegmentError> {
     inflate_into(&block.bytes, buf)?;
-    let body = read_body(block.hour, buf, wanted)?;
+    let body = read_body(block.hour, buf, wanted, block.format)?;
     if body.n != block.events as usize {
         return Err(SegmentError::Corrupt("event count"));
     }
     rows(&body)
 }
 
-fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
-    let b = read_body(hour, body, ALL_COLUMNS)?;
+fn decode_body(hour: Millis, body: &[u8], format: u8) -> Result<Vec<Event>, SegmentError> {
+    let b = read_body(hour, body, ALL_COLUMNS, format)?;
     let (cols, keys, prop_values) = (&b.cols, &b.keys, &b.prop_values);
 
     // What decoding would allocate, from the dictionaries alone: a small
@@ -967,6 +1008,8 @@ fn decode_body(hour: Millis, body: &[u8]) -> Result<Vec<Event>, SegmentError> {
             utm_term: utm(4),
             browser: required(col::BROWSER, "browser")?,
             os: required(col::OS, "os")?,
+            browser_version: text(col::BROWSER_VERSION).map(str::to_owned),
+            os_version: text(col::OS_VERSION).map(str::to_owned),
             device: device_of(b.devices[i])?,
             country: place(0),
             region: place(1),
@@ -1052,10 +1095,15 @@ impl<'a> Column<'a> {
             r.take(len)?;
         }
         r.skip_varints(n)?;
-        Ok(Self {
+        Ok(Self::empty())
+    }
+
+    /// A column with no value for any event.
+    fn empty() -> Self {
+        Self {
             values: Vec::new(),
             ids: Vec::new(),
-        })
+        }
     }
 
     fn len_of(&self, i: usize) -> usize {
@@ -1282,6 +1330,8 @@ mod tests {
             utm_term: None,
             browser: "Firefox".into(),
             os: "Linux".into(),
+            browser_version: None,
+            os_version: None,
             device: DeviceType::Desktop,
             country: Some("DE".into()),
             region: None,
@@ -1322,6 +1372,7 @@ mod tests {
             channel in 0u8..6, device in 0u8..4,
             utm in (opt_text(), opt_text(), opt_text(), opt_text(), opt_text()),
             browser in text(), os in text(),
+            versions in (opt_text(), opt_text()),
             place in (opt_text(), opt_text(), opt_text(), opt_text()),
             name in opt_text(),
             value in proptest::option::of(prop_oneof![any::<f64>().prop_filter("not NaN", |v| !v.is_nan()), Just(19.99)]),
@@ -1337,6 +1388,7 @@ mod tests {
                 channel: channel_of(channel).unwrap(),
                 utm_source: utm.0, utm_medium: utm.1, utm_campaign: utm.2, utm_content: utm.3, utm_term: utm.4,
                 browser, os,
+                browser_version: versions.0, os_version: versions.1,
                 device: device_of(device).unwrap(),
                 country: place.0, region: place.1, city: place.2, screen: place.3,
                 name, value, props, engaged_ms, scroll, non_interactive,
@@ -1506,6 +1558,7 @@ mod tests {
         let block = Block {
             hour: Millis::MAX / HOUR_MS * HOUR_MS,
             events: 1,
+            format: BLOCK_FORMAT,
             bytes: deflate(&body),
         };
         assert_eq!(decode_block(&block), Err(SegmentError::Corrupt("hour")));
@@ -1521,6 +1574,42 @@ mod tests {
         assert_eq!(back, vec![e]);
     }
 
+    /// Parts written before versions were (part version 2, bodies of
+    /// format 2) still read, their events without versions, and their
+    /// blocks keep that format when moved into a new part.
+    #[test]
+    fn a_version_2_part_reads_with_no_versions() {
+        let mut e = event(HOUR + 5, "00000000000000aa", "", "/");
+        e.browser_version = Some("Firefox 120.0".into());
+        e.os_version = Some("Linux 6".into());
+        let body = encode_body_of(HOUR, &[&e], 2);
+        let packed = deflate(&body);
+        let mut part = MAGIC.to_vec();
+        part.push(2);
+        put_varint(&mut part, 1);
+        put_varint(&mut part, u64::try_from(HOUR / HOUR_MS).unwrap());
+        put_varint(&mut part, 1);
+        put_varint(&mut part, packed.len() as u64);
+        part.extend_from_slice(&packed);
+        let want = Event {
+            browser_version: None,
+            os_version: None,
+            ..e.clone()
+        };
+        let got = decode_part(&part, |_| true).unwrap();
+        assert_eq!(got, vec![(HOUR, vec![want.clone()])]);
+        let blocks = blocks_of(&part).unwrap();
+        assert_eq!(blocks[0].format, 2);
+        let moved = write_part(0, &blocks.iter().collect::<Vec<_>>());
+        assert_eq!(moved.bytes[3], VERSION);
+        assert_eq!(decode_part(&moved.bytes, |_| true).unwrap(), got);
+        // A new part keeps them.
+        assert_eq!(
+            round_trip(HOUR, &[encode_hour(HOUR, std::slice::from_ref(&e))]),
+            vec![e]
+        );
+    }
+
     #[test]
     fn a_small_part_cannot_make_the_reader_allocate_gigabytes() {
         // One long host shared by many events: tiny compressed, huge once
@@ -1532,6 +1621,7 @@ mod tests {
         let block = Block {
             hour: HOUR,
             events: 20_000,
+            format: BLOCK_FORMAT,
             bytes: deflate(&body),
         };
         assert!(block.bytes.len() < 400 * 1024);

@@ -315,6 +315,8 @@ pub(crate) mod tests {
             utm_term: None,
             browser: "Chrome".into(),
             os: "macOS".into(),
+            browser_version: Some("Chrome 120.0".into()),
+            os_version: Some("macOS 10.15".into()),
             device: DeviceType::Desktop,
             country: None,
             region: None,

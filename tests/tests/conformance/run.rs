@@ -6,7 +6,7 @@ use crate::cases::{Case, Fixture, GoalSpec, Step};
 use crate::seed::{self, PLAUSIBLE_UA};
 use lambda_http::Body;
 use serde_json::{Value, json};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use tally_core::Millis;
 use tally_core::goal::{Goal, GoalRule, PageMatch};
 use tally_core::site::Site;
@@ -313,15 +313,19 @@ async fn seed_one(ctx: &mut Ctx<'_>, n: usize, f: &Fixture, at: Millis) -> Resul
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
         .collect();
     headers.push(("user-agent".into(), r.ua.clone()));
-    let before = if f.raw.is_empty() {
+    let mut raw = f.raw.clone();
+    for (field, version) in seed::unreadable_versions(f, &r.ua) {
+        raw.entry(field).or_insert(version);
+    }
+    let before = if raw.is_empty() {
         BTreeSet::new()
     } else {
         site_items(ctx.rig, &ctx.sites[0]).await
     };
     let answer = ingest(ctx.rig, &r.body.to_string(), &r.ip, &headers, r.at).await;
     if answer.status == 202 && !answer.dropped {
-        if !f.raw.is_empty() {
-            overwrite(ctx.rig, &ctx.sites[0], &before, f).await?;
+        if !raw.is_empty() {
+            overwrite(ctx.rig, &ctx.sites[0], &before, &raw).await?;
         }
         Ok(())
     } else {
@@ -351,12 +355,13 @@ async fn site_items(rig: &Rig, site: &str) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// Writes a fixture's `raw` fields over the event ingest just stored.
+/// Writes a fixture's `raw` fields over the event ingest just stored (a
+/// version as Tally stores it: after its browser's or system's name).
 async fn overwrite(
     rig: &Rig,
     site: &str,
     before: &BTreeSet<(String, String)>,
-    f: &Fixture,
+    raw: &BTreeMap<String, Option<String>>,
 ) -> Result<(), String> {
     use aws_sdk_dynamodb::types::AttributeValue;
     let after = site_items(rig, site).await;
@@ -374,7 +379,19 @@ async fn overwrite(
                 && tally_store::item::string(i, "sk") == Some(sk.as_str())
         })
         .ok_or("raw: item gone")?;
-    for (field, value) in &f.raw {
+    for (field, value) in raw {
+        let named = |name: &str| {
+            let name =
+                tally_store::item::string(&item, name).unwrap_or(tally_core::classify::ua::UNKNOWN);
+            value
+                .as_deref()
+                .and_then(|v| tally_core::classify::ua::with_version(name, Some(v)))
+        };
+        let value = &match field.as_str() {
+            "browser_version" => named("br"),
+            "operating_system_version" => named("os"),
+            _ => value.clone(),
+        };
         let attribute = match field.as_str() {
             "referrer" => "rf",
             "referrer_source" => "src",
@@ -387,6 +404,8 @@ async fn overwrite(
             "utm_term" => "ut",
             "browser" => "br",
             "operating_system" => "os",
+            "browser_version" => "bv",
+            "operating_system_version" => "ov",
             "country_code" => "co",
             other => return Err(format!("raw: no stored attribute for {other}")),
         };

@@ -8,8 +8,11 @@
 //! - `user_id`: one client (address and user agent) per user, so the
 //!   user's events are one visitor; events without one each come from a
 //!   new client;
-//! - `browser`, `operating_system`, `screen_size`: a user agent that names
-//!   them ([`user_agent`]); none of them: one Tally classifies as unknown;
+//! - `browser`, `operating_system`, `screen_size` and their versions: a
+//!   user agent that names them ([`user_agent`]); none of them: one Tally
+//!   classifies as unknown (a version no user agent gives, such as
+//!   Windows 11 or a version without a browser, is written over the
+//!   stored event, as `raw` fields are);
 //! - `country_code`, `subdivision1_code`, `city_geoname_id`: CloudFront's
 //!   viewer headers (ingest behind CloudFront), the only way a request
 //!   gives Tally a place;
@@ -226,6 +229,24 @@ fn user_ip(user: &Value) -> String {
     format!("10.{}.{}.{}", (h >> 16) % 256, (h >> 8) % 256, h % 256)
 }
 
+/// The fixture's versions that Tally does not read from its user agent
+/// `ua` (field -> version), to be written over the stored event.
+pub fn unreadable_versions(f: &Fixture, ua: &str) -> Vec<(String, Option<String>)> {
+    let got = tally_core::classify::ua::classify_user_agent(ua);
+    [
+        ("browser_version", &f.browser_version, got.browser_version),
+        (
+            "operating_system_version",
+            &f.operating_system_version,
+            got.os_version,
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, want, got)| want.is_some() && *want != got)
+    .map(|(field, want, _)| (field.to_owned(), want.clone()))
+    .collect()
+}
+
 /// A user agent naming the fixture's browser, system and device.
 pub fn user_agent(f: &Fixture) -> String {
     let os = f.operating_system.as_deref().filter(|s| !s.is_empty());
@@ -257,6 +278,8 @@ pub fn user_agent(f: &Fixture) -> String {
         (None, Some(_)) => ("Windows NT 10.0; Win64; x64", false),
         (Some(_), _) | (None, None) => ("Conformance; Unknown Device", false),
     };
+    // The fixture's version as the agent's, so Tally reads it back as
+    // given (`56` from `Chrome/56`).
     let version = |default: &str| {
         f.browser_version
             .as_deref()
@@ -264,25 +287,25 @@ pub fn user_agent(f: &Fixture) -> String {
     };
     let chrome = |v: &str| {
         let m = if mobile { " Mobile" } else { "" };
-        format!("AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0{m} Safari/537.36")
+        format!("AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}{m} Safari/537.36")
     };
     let agent = match browser {
-        Some("Chrome") => chrome(&version("120")),
+        Some("Chrome") => chrome(&version("120.0.0.0")),
         Some("Firefox") => {
-            let v = version("120");
-            return format!("Mozilla/5.0 ({platform}; rv:{v}.0) Gecko/20100101 Firefox/{v}.0");
+            let v = version("120.0");
+            return format!("Mozilla/5.0 ({platform}; rv:{v}) Gecko/20100101 Firefox/{v}");
         }
         Some("Safari") => {
             let v = version("17");
             let m = if mobile { " Mobile/15E148" } else { "" };
             format!("AppleWebKit/605.1.15 (KHTML, like Gecko) Version/{v}{m} Safari/604.1")
         }
-        Some("Edge") => format!("{} Edg/{}.0.0.0", chrome("120"), version("120")),
-        Some("Opera") => format!("{} OPR/{}.0.0.0", chrome("120"), version("105")),
-        Some("Vivaldi") => format!("{} Vivaldi/{}", chrome("120"), version("6.5")),
+        Some("Edge") => format!("{} Edg/{}", chrome("120.0.0.0"), version("120.0.0.0")),
+        Some("Opera") => format!("{} OPR/{}", chrome("120.0.0.0"), version("105.0.0.0")),
+        Some("Vivaldi") => format!("{} Vivaldi/{}", chrome("120.0.0.0"), version("6.5")),
         Some("Samsung Internet") => format!(
-            "AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/{}.0 Chrome/120.0.0.0 Mobile Safari/537.36",
-            version("23")
+            "AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/{} Chrome/120.0.0.0 Mobile Safari/537.36",
+            version("23.0")
         ),
         _ if mobile => "Plain/1.0 Mobile".to_owned(),
         _ => "Plain/1.0".to_owned(),

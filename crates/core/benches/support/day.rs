@@ -256,6 +256,8 @@ impl Day {
             utm_term: None,
             browser: BROWSERS[pick(40, 6)].into(),
             os: OSES[if mobile { 2 + pick(44, 2) } else { pick(44, 5) }].into(),
+            browser_version: None,
+            os_version: None,
             device: if mobile {
                 DeviceType::Mobile
             } else {

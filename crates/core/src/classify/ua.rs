@@ -5,8 +5,11 @@
 //! substring rules for what woothee gets wrong or does not know: in-app
 //! browsers (Facebook, Instagram, TikTok, ...), Chromium forks that announce
 //! themselves with their own token (Edge, Opera, Samsung Internet, ...),
-//! Chrome/Firefox on iOS, Android WebView, iPadOS and tablets. Every name returned is a `&'static str`, so classifying allocates
-//! nothing of its own. Bots are not this module's concern; see
+//! Chrome/Firefox on iOS, Android WebView, iPadOS and tablets. Every name returned is a `&'static str`; the versions are
+//! Plausible's (`major.minor` of the version the agent states: `70.0`,
+//! `10.13`; Windows by its marketing name, `10`, `7`, `XP`; none for an
+//! in-app browser or an unknown browser or system), read from the same
+//! token that named the browser. Bots are not this module's concern; see
 //! [`super::bot`].
 
 use woothee::parser::Parser;
@@ -71,6 +74,109 @@ pub struct UserAgent {
     pub os: &'static str,
     /// Device class.
     pub device: DeviceType,
+    /// The browser's version as Plausible reports it (`major.minor`:
+    /// `"120.0"`, `"17.5"`), or none.
+    pub browser_version: Option<String>,
+    /// The system's version as Plausible reports it (`"10.15"`, `"14"`,
+    /// Windows' `"10"`), or none.
+    pub os_version: Option<String>,
+}
+
+/// A name and its version as one value (`"Chrome 120.0"`): what the
+/// `browser_version` and `os_version` dimensions store, so a version row
+/// says whose version it is. Versions hold no space, so
+/// [`version_parts`] splits it back.
+pub fn with_version(name: &str, version: Option<&str>) -> Option<String> {
+    version
+        .filter(|v| !v.is_empty() && !v.contains(' '))
+        .map(|v| format!("{name} {v}"))
+}
+
+/// A [`with_version`] value's name and version (the version is after the
+/// last space; a value without one is all name).
+pub fn version_parts(value: &str) -> (&str, &str) {
+    value.rsplit_once(' ').unwrap_or((value, ""))
+}
+
+/// Where each browser states its version: the first of its tokens the
+/// agent holds is followed by it. Browsers not listed (in-app browsers,
+/// iOS WebView) have none, as Plausible's mobile apps.
+const BROWSER_VERSION_TOKENS: &[(&str, &[&str])] = &[
+    ("Chrome", &["CriOS/", "Chrome/"]),
+    ("Firefox", &["FxiOS/", "Firefox/"]),
+    ("Safari", &["Version/"]),
+    ("Edge", &["EdgA/", "EdgiOS/", "Edg/", "Edge/"]),
+    (
+        "Opera",
+        &["OPR/", "OPiOS/", "OPT/", "Version/", "Opera/", "Opera "],
+    ),
+    ("Samsung Internet", &["SamsungBrowser/"]),
+    ("Brave", &["Brave/", "Chrome/"]),
+    ("Vivaldi", &["Vivaldi/"]),
+    ("Yandex Browser", &["YaBrowser/", "YaSearchBrowser/"]),
+    ("UC Browser", &["UCBrowser/"]),
+    ("Huawei Browser", &["HuaweiBrowser/"]),
+    ("DuckDuckGo", &["DuckDuckGo/", " Ddg/"]),
+    ("Google App", &["GSA/"]),
+    ("Android WebView", &["Chrome/", "Version/"]),
+    ("Internet Explorer", &["MSIE ", "rv:"]),
+];
+
+/// Windows NT kernel versions by the name Plausible reports.
+const WINDOWS_VERSIONS: &[(&str, &str)] = &[
+    ("Windows NT 10.0", "10"),
+    ("Windows NT 6.3", "8.1"),
+    ("Windows NT 6.2", "8"),
+    ("Windows NT 6.1", "7"),
+    ("Windows NT 6.0", "Vista"),
+    ("Windows NT 5.2", "XP"),
+    ("Windows NT 5.1", "XP"),
+];
+
+/// `major.minor` of the version right after `token` (digits separated by
+/// `.` or `_`, as macOS and iOS write them): `"70.0.3538.110"` is
+/// `"70.0"`, `"10_13_4"` is `"10.13"`, `"14"` is `"14"`.
+fn version_after(ua: &str, token: &str) -> Option<String> {
+    let at = ua.find(token)? + token.len();
+    let rest = &ua[at..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(rest.len());
+    let parts: Vec<&str> = rest[..end]
+        .split(['.', '_'])
+        .take_while(|p| !p.is_empty() && p.len() <= 10)
+        .take(2)
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("."))
+}
+
+fn detect_browser_version(ua: &str, browser: &str) -> Option<String> {
+    let (_, tokens) = BROWSER_VERSION_TOKENS.iter().find(|(b, _)| *b == browser)?;
+    tokens.iter().find_map(|t| version_after(ua, t))
+}
+
+fn detect_os_version(ua: &str, os_name: &str) -> Option<String> {
+    let tokens: &[&str] = match os_name {
+        os::WINDOWS => {
+            if let Some((_, v)) = WINDOWS_VERSIONS.iter().find(|(t, _)| ua.contains(t)) {
+                return Some((*v).to_owned());
+            }
+            &["Windows Phone ", "Windows Phone OS "]
+        }
+        os::MACOS => &["Mac OS X "],
+        os::IOS | os::IPADOS => &["iPhone OS ", "CPU OS "],
+        os::ANDROID => &["Android "],
+        os::HARMONY_OS => &["HarmonyOS ", "OpenHarmony "],
+        _ => &[],
+    };
+    if os_name == os::CHROME_OS {
+        // `CrOS x86_64 14541.0.0`: the platform's build after the
+        // architecture.
+        let rest = &ua[ua.find("CrOS ")? + 5..];
+        let (_, build) = rest.split_once(' ')?;
+        return version_after(build, "");
+    }
+    tokens.iter().find_map(|t| version_after(ua, t))
 }
 
 /// The name used for a browser or OS we cannot identify.
@@ -189,6 +295,8 @@ pub fn classify_user_agent(ua: &str) -> UserAgent {
         browser,
         os,
         device,
+        browser_version: detect_browser_version(ua, browser),
+        os_version: detect_os_version(ua, os),
     }
 }
 
@@ -860,16 +968,122 @@ pub(crate) mod tests {
         let mut failures = Vec::new();
         for &(ua, browser, os, device) in REAL_BROWSER_UAS {
             let got = classify_user_agent(ua);
-            let want = UserAgent {
-                browser,
-                os,
-                device,
-            };
+            let got = (got.browser, got.os, got.device);
+            let want = (browser, os, device);
             if got != want {
                 failures.push(format!("{ua}\n  want {want:?}\n  got  {got:?}"));
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// Versions as Plausible reports them: `major.minor` of the token that
+    /// named the browser, the system's own (Windows by its name), none for
+    /// an in-app or unknown browser or an unknown system.
+    #[test]
+    fn versions_are_major_minor_of_the_naming_token() {
+        let cases: &[(&str, Option<&str>, Option<&str>)] = &[
+            // Plausible's Events API test agent: "70.0" on "10.13".
+            (
+                "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_13_4) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.110 Safari/537.36",
+                Some("70.0"),
+                Some("10.13"),
+            ),
+            (
+                "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+                Some("131.0"),
+                Some("10"),
+            ),
+            (
+                "Mozilla/5.0 (Windows NT 6.1; Win64; x64; rv:115.0) Gecko/20100101 Firefox/115.0",
+                Some("115.0"),
+                Some("7"),
+            ),
+            (
+                "Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:133.0) Gecko/20100101 Firefox/133.0",
+                Some("133.0"),
+                Some("10.15"),
+            ),
+            (
+                "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+                Some("17.5"),
+                Some("17.5"),
+            ),
+            (
+                "Mozilla/5.0 (iPad; CPU OS 16_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/120.0.6099.119 Mobile/15E148 Safari/604.1",
+                Some("120.0"),
+                Some("16.6"),
+            ),
+            (
+                "Mozilla/5.0 (Linux; Android 14; Pixel 8 Pro) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36",
+                Some("120.0"),
+                Some("14"),
+            ),
+            (
+                "Mozilla/5.0 (Linux; Android 4.4.2; SM-T230 Build/KOT49H) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/23.0 Chrome/115.0.0.0 Safari/537.36",
+                Some("23.0"),
+                Some("4.4"),
+            ),
+            (
+                "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.2903.86",
+                Some("131.0"),
+                Some("10"),
+            ),
+            (
+                "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 OPR/115.0.0.0",
+                Some("115.0"),
+                Some("10"),
+            ),
+            (
+                "Mozilla/5.0 (Windows NT 6.1; Trident/7.0; rv:11.0) like Gecko",
+                Some("11.0"),
+                Some("7"),
+            ),
+            (
+                "Mozilla/5.0 (compatible; MSIE 10.0; Windows NT 6.2; Trident/6.0)",
+                Some("10.0"),
+                Some("8"),
+            ),
+            (
+                "Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+                Some("131.0"),
+                Some("14541.0"),
+            ),
+            // Linux states no version; an in-app browser has none (a
+            // Plausible mobile app).
+            (
+                "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+                Some("131.0"),
+                None,
+            ),
+            (
+                "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Instagram 309.1.1.28.108",
+                None,
+                Some("17.1"),
+            ),
+            ("Lorem ipsum dolor sit amet", None, None),
+        ];
+        for &(ua, browser, os) in cases {
+            let got = classify_user_agent(ua);
+            assert_eq!(
+                (got.browser_version.as_deref(), got.os_version.as_deref()),
+                (browser, os),
+                "{ua}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_version_value_names_its_browser_and_splits_back() {
+        let v = with_version("Samsung Internet", Some("23.0"));
+        assert_eq!(v.as_deref(), Some("Samsung Internet 23.0"));
+        assert_eq!(
+            version_parts("Samsung Internet 23.0"),
+            ("Samsung Internet", "23.0")
+        );
+        assert_eq!(with_version("Chrome", None), None);
+        assert_eq!(with_version("Chrome", Some("")), None);
+        assert_eq!(version_parts("Chrome"), ("Chrome", ""));
     }
 
     #[test]

@@ -82,8 +82,6 @@ pub struct Answer {
     pub props: Vec<PropTable>,
     /// With a funnel: its steps.
     pub funnel: Option<Vec<StepRow>>,
-    /// With a journey question: its counts.
-    pub journey: Option<crate::journey::JourneyCounts>,
     /// With a comparison: the other range's answer.
     pub comparison: Option<Compared>,
     /// Which days each source answered.
@@ -225,11 +223,6 @@ fn answer_one(zone: &Zone, q: &Query, folds: &Folds<'_>) -> Answer {
         time_labels: time_labels(zone, q),
         props: folds.top.map_or_else(Vec::new, |top| prop_tables(q, top)),
         funnel: funnel_rows(q.funnel.as_ref(), main.funnel.as_ref()),
-        journey: q.journey.as_ref().map(|j| {
-            main.journey
-                .clone()
-                .unwrap_or_else(|| crate::journey::JourneyCounts::empty(j.steps))
-        }),
         comparison,
         sources: main.sources.clone(),
         warnings: main.warnings.clone(),
@@ -550,6 +543,12 @@ fn rows(
             continue;
         }
         let base_rows = base_agg.and_then(|b| breakdown_rows(q, b));
+        // The dimension whose values the rows are (a version's, when asked
+        // with its browser or system).
+        let by = match q.breakdown() {
+            Some(QueryDimension::Dim(b)) => Some(*b),
+            _ => None,
+        };
         for (value, m) in breakdown_rows(q, &g.agg).into_iter().flatten() {
             // Visits without a value: Plausible's `(not set)` row, not one
             // of Tally's.
@@ -567,7 +566,7 @@ fn rows(
                 .flat_map(|d| match (d, q.convention) {
                     (QueryDimension::Time(_), _) => label.clone(),
                     (QueryDimension::Dim(d), Convention::Plausible) => {
-                        vec![plausible::label::label(*d, value).into_owned()]
+                        vec![plausible::label::row_label(*d, by.unwrap_or(*d), value).into_owned()]
                     }
                     _ => vec![value.clone()],
                 })

@@ -201,8 +201,6 @@ pub struct Query {
     pub top_props: Option<usize>,
     /// Count a funnel ([`Answer::funnel`]).
     pub funnel: Option<FunnelQuery>,
-    /// Follow journeys or transitions ([`Answer::journey`]; events only).
-    pub journey: Option<crate::journey::JourneyQuery>,
     /// Whose conventions the answer follows.
     pub convention: Convention,
 }
@@ -226,7 +224,6 @@ impl Query {
             page: Page::ALL,
             top_props: None,
             funnel: None,
-            journey: None,
             convention,
         }
     }
@@ -241,9 +238,15 @@ impl Query {
 
     /// The non-time dimension, if any.
     pub fn breakdown(&self) -> Option<&QueryDimension> {
-        self.dimensions
+        let mut by = self
+            .dimensions
             .iter()
-            .find(|d| !matches!(d, QueryDimension::Time(_)))
+            .filter(|d| !matches!(d, QueryDimension::Time(_)));
+        // A version asked with its browser or system: rows by the version
+        // (whose values name both).
+        by.clone()
+            .find(|d| matches!(d, QueryDimension::Dim(d) if d.versioned().is_some()))
+            .or_else(|| by.next())
     }
 
     /// Whether a filter names goals.

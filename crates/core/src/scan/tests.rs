@@ -127,6 +127,8 @@ fn event(s: &Spec, anchors: &[Millis]) -> Event {
         utm_term: opt(s.source, &["", "", "t"]),
         browser: ["Chrome", "Safari", "Firefox", "Chrome"][usize::from(s.place)].into(),
         os: ["macOS", "iOS"][usize::from(s.visitor % 2)].into(),
+        browser_version: opt(s.place, &["Chrome 120.0", "Safari 17.5"]),
+        os_version: opt(s.visitor, &["macOS 10.15"]),
         device: [DeviceType::Desktop, DeviceType::Mobile, DeviceType::Tablet]
             [usize::from(s.place % 3)],
         country: opt(s.place, &["DE", "US", "de"]),

@@ -145,14 +145,19 @@ pub struct BreakdownRow {
     pub value: String,
     /// Its figures by the request's names.
     pub figures: Named<Figure>,
+    /// A version row's browser or system: key and value.
+    pub also: Option<(String, String)>,
 }
 
 impl Serialize for BreakdownRow {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.figures.0.len() + 1))?;
+        let mut map = s.serialize_map(Some(self.figures.0.len() + 2))?;
         map.serialize_entry(&self.key, &self.value)?;
         for (name, figure) in &self.figures.0 {
             map.serialize_entry(name, figure)?;
+        }
+        if let Some((key, value)) = &self.also {
+            map.serialize_entry(key, value)?;
         }
         map.end()
     }
@@ -255,6 +260,7 @@ pub fn v1(request: &v1::Request, answer: &Answer) -> V1Body {
                     key: request.key.clone(),
                     value: r.dimensions.first().cloned().unwrap_or_default(),
                     figures: named(&r.figures),
+                    also: request.also.clone().zip(r.dimensions.get(1).cloned()),
                 })
                 .collect(),
         },
@@ -272,8 +278,7 @@ fn empty_figure(metric: Metric) -> Figure {
         | Metric::ScrollDepth
         | Metric::Revenue
         | Metric::TotalRevenue
-        | Metric::AverageRevenue
-        | Metric::Vital(..) => Figure::Null,
+        | Metric::AverageRevenue => Figure::Null,
         Metric::ViewsPerVisit
         | Metric::BounceRate
         | Metric::Percentage

@@ -9,6 +9,7 @@
 //! in an `is` / `is_not` filter back into the value Tally stores, so a
 //! filter written with Plausible's labels keeps the same rows.
 
+use crate::classify::ua::version_parts;
 use crate::dimension::Dimension;
 use crate::filter::NONE_VALUE;
 use std::borrow::Cow;
@@ -48,6 +49,19 @@ pub fn label(dim: Dimension, value: &str) -> Cow<'_, str> {
         })
 }
 
+/// Plausible's label of dimension `dim` of a row by `by` whose value is
+/// `value`: rows by a version (`Chrome 56`) show the browser or system
+/// under its own dimension and the version under the version's, as
+/// Plausible's rows by `visit:browser` and `visit:browser_version` do.
+pub fn row_label(dim: Dimension, by: Dimension, value: &str) -> Cow<'_, str> {
+    match by.versioned() {
+        Some(parent) if dim == parent && value.is_empty() => Cow::Borrowed(NOT_SET),
+        Some(parent) if dim == parent => label(parent, version_parts(value).0),
+        Some(_) if !value.is_empty() => label(dim, version_parts(value).1),
+        _ => label(dim, value),
+    }
+}
+
 /// The value Tally stores for a Plausible label in an `is` or `is_not`
 /// filter ([`NONE_VALUE`] for a blank one: `""`, `(not set)`, and
 /// `Direct / None` of a referrer or UTM tag); any other text as given.
@@ -72,6 +86,9 @@ pub fn value(dim: Dimension, label: &str) -> String {
             ));
     if blank && dim != Dimension::Prop {
         NONE_VALUE.to_owned()
+    } else if dim.versioned().is_some() {
+        // Plausible's version is what follows the name: any name's.
+        format!("* {label}")
     } else {
         label.to_owned()
     }
@@ -104,5 +121,20 @@ mod tests {
         assert_eq!(value(Dimension::Os, "Mac"), "macOS");
         assert_eq!(value(Dimension::Prop, "(not set)"), "(not set)");
         assert_eq!(value(Dimension::Page, "/a"), "/a");
+        assert_eq!(value(Dimension::BrowserVersion, "56"), "* 56");
+        assert_eq!(value(Dimension::OsVersion, "(not set)"), NONE_VALUE);
+    }
+
+    #[test]
+    fn version_rows_show_the_name_and_the_version_apart() {
+        use Dimension::{Browser, BrowserVersion, Os, OsVersion};
+        assert_eq!(row_label(Browser, BrowserVersion, "Chrome 56"), "Chrome");
+        assert_eq!(row_label(BrowserVersion, BrowserVersion, "Chrome 56"), "56");
+        assert_eq!(row_label(Browser, BrowserVersion, "Unknown 56"), NOT_SET);
+        assert_eq!(row_label(Os, OsVersion, "macOS 10.13"), "Mac");
+        assert_eq!(row_label(OsVersion, OsVersion, "macOS 10.13"), "10.13");
+        assert_eq!(row_label(Os, OsVersion, ""), NOT_SET);
+        assert_eq!(row_label(OsVersion, OsVersion, ""), NOT_SET);
+        assert_eq!(row_label(Os, Os, "macOS"), "Mac");
     }
 }

@@ -82,9 +82,7 @@ pub(crate) fn goal_not_configured(name: &str, v1: bool) -> ParseError {
 }
 
 /// Plausible's dimensions that Tally does not answer.
-const UNSUPPORTED: [&str; 7] = [
-    "visit:browser_version",
-    "visit:os_version",
+const UNSUPPORTED: [&str; 5] = [
     "visit:country_name",
     "visit:region_name",
     "visit:city_name",
@@ -123,6 +121,8 @@ pub fn dimension(name: &str) -> Result<QueryDimension, ParseError> {
         "visit:device" => dim(Dimension::Device),
         "visit:browser" => dim(Dimension::Browser),
         "visit:os" => dim(Dimension::Os),
+        "visit:browser_version" => dim(Dimension::BrowserVersion),
+        "visit:os_version" => dim(Dimension::OsVersion),
         "visit:country" => dim(Dimension::Country),
         "visit:region" => dim(Dimension::Region),
         "visit:city" => dim(Dimension::City),

@@ -23,6 +23,8 @@ fn dimensions_keep_their_plausible_names() {
         "event:name",
         "event:hostname",
         "visit:entry_page",
+        "visit:browser_version",
+        "visit:os_version",
         "visit:source",
         "visit:screen",
         "event:props:plan",
@@ -34,8 +36,8 @@ fn dimensions_keep_their_plausible_names() {
         QueryDimension::Time(Interval::Day)
     );
     assert_eq!(
-        dimension("visit:browser_version").unwrap_err().message,
-        "Invalid dimension \"visit:browser_version\": not supported by Tally"
+        dimension("visit:country_name").unwrap_err().message,
+        "Invalid dimension \"visit:country_name\": not supported by Tally"
     );
 }
 

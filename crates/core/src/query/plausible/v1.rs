@@ -88,6 +88,9 @@ pub struct Request {
     /// A breakdown row's key for its value: the property's last part
     /// (`source`, `plan`; `name` for `event:name`).
     pub key: String,
+    /// Rows by a version: the key of their browser or system (`browser`,
+    /// `os`), shown after the figures.
+    pub also: Option<String>,
 }
 
 /// A v1 filter as written: operator, property, values. The operator is
@@ -172,7 +175,16 @@ pub fn parse(
             _ => "time:day",
         })
     });
-    let dimensions = v2::dimensions(time.or(property).into_iter().map(Some))?;
+    let mut dimensions = v2::dimensions(time.or(property).into_iter().map(Some))?;
+    // Rows by a version name its browser or system too (Plausible's v1
+    // breaks a version down by both).
+    let also = match dimensions.last() {
+        Some(QueryDimension::Dim(d)) => d.versioned(),
+        _ => None,
+    };
+    if let Some(parent) = also {
+        dimensions.push(QueryDimension::Dim(parent));
+    }
     let mut predicates = Vec::new();
     for (i, (op, name, values)) in parts.into_iter().enumerate() {
         let clause = (|| {
@@ -237,6 +249,7 @@ pub fn parse(
         names,
         query: Query { compare, ..query },
         key,
+        also: also.map(|d| d.name().to_owned()),
     })
 }
 

@@ -196,7 +196,6 @@ pub(crate) fn query(
         },
         top_props: None,
         funnel: None,
-        journey: None,
         convention: Convention::Plausible,
     }
 }
@@ -382,7 +381,15 @@ pub(crate) fn dimensions<'a>(
     if times > 1 {
         return err("#/dimensions: Only one time dimension is allowed");
     }
-    if out.len() - times > 1 {
+    let versioned = |a: &QueryDimension, b: &QueryDimension| matches!((a, b), (QueryDimension::Dim(a), QueryDimension::Dim(b)) if a.versioned() == Some(*b));
+    let non_time: Vec<&QueryDimension> = out
+        .iter()
+        .filter(|d| !matches!(d, QueryDimension::Time(_)))
+        .collect();
+    // A version with its browser or system is one breakdown: by version,
+    // whose values name both.
+    let paired = matches!(non_time[..], [a, b] if versioned(a, b) || versioned(b, a));
+    if out.len() - times > 1 && !paired {
         return err(
             "#/dimensions: Tally answers at most one non-time dimension per query (and one time dimension)",
         );
@@ -559,7 +566,13 @@ impl Clause {
             self.prop,
             self.case_sensitive,
         )?;
-        let p = if self.literal { p.literally()? } else { p };
+        // A version's `is` matches any name's version: a pattern
+        // ([`label::value`]).
+        let p = if self.literal && self.dimension.versioned().is_none() {
+            p.literally()?
+        } else {
+            p
+        };
         Ok(if requires_value {
             p.requiring_value()
         } else {
@@ -601,6 +614,11 @@ impl Clause {
                 return err("Invalid filter: time dimensions cannot be filtered");
             }
         };
+        if target.0.versioned().is_some() && op.starts_with("matches") {
+            return err(format!(
+                "Invalid filter: `{op}` on `{dim_name}` is not supported by Tally"
+            ));
+        }
         if target.0 == Dimension::Goal && !matches!(op, "is" | "contains") {
             return err(format!(
                 "Invalid filter: `event:goal` takes only `is` and `contains`, not `{op}`"

@@ -65,8 +65,8 @@ fn every_v1_check_refuses_with_plausibles_text() {
         ),
         (
             Aggregate,
-            "filters=visit:os_version%3D%3Dx",
-            "#/filters/0: Invalid dimension \"visit:os_version\": not supported by Tally".into(),
+            "filters=visit:country_name%3D%3Dx",
+            format!("Invalid filter property 'visit:country_name'. Please provide a valid filter property: {PROPERTIES}"),
         ),
         (
             Aggregate,
@@ -185,8 +185,8 @@ fn every_v1_check_refuses_with_plausibles_text() {
         ),
         (
             Breakdown,
-            "property=visit:browser_version",
-            "#/dimensions/0: Invalid dimension \"visit:browser_version\": not supported by Tally".into(),
+            "property=visit:city_name",
+            format!("Invalid property 'visit:city_name'. Please provide a valid property for the breakdown endpoint: {PROPERTIES}"),
         ),
     ];
     for (endpoint, query, want) in cases {
@@ -342,6 +342,20 @@ fn timeseries_and_breakdown_set_their_dimension_and_page() {
             limit: 3
         }
     );
+    // Rows by a version name their browser or system too.
+    let versions = parsed(Endpoint::Breakdown, "property=visit:os_version").unwrap();
+    assert_eq!(
+        (versions.key.as_str(), versions.also.as_deref()),
+        ("os_version", Some("os"))
+    );
+    assert_eq!(
+        versions.query.dimensions,
+        vec![
+            QueryDimension::Dim(Dimension::OsVersion),
+            QueryDimension::Dim(Dimension::Os)
+        ]
+    );
+    assert_eq!(r.also, None);
     let names = parsed(Endpoint::Breakdown, "property=event:name").unwrap();
     assert_eq!(names.key, "name");
     let plan = parsed(Endpoint::Breakdown, "property=event:props:plan").unwrap();
