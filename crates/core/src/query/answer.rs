@@ -82,6 +82,8 @@ pub struct Answer {
     pub props: Vec<PropTable>,
     /// With a funnel: its steps.
     pub funnel: Option<Vec<StepRow>>,
+    /// With a journey question: its counts.
+    pub journey: Option<crate::journey::JourneyCounts>,
     /// With a comparison: the other range's answer.
     pub comparison: Option<Compared>,
     /// Which days each source answered.
@@ -223,6 +225,11 @@ fn answer_one(zone: &Zone, q: &Query, folds: &Folds<'_>) -> Answer {
         time_labels: time_labels(zone, q),
         props: folds.top.map_or_else(Vec::new, |top| prop_tables(q, top)),
         funnel: funnel_rows(q.funnel.as_ref(), main.funnel.as_ref()),
+        journey: q.journey.as_ref().map(|j| {
+            main.journey
+                .clone()
+                .unwrap_or_else(|| crate::journey::JourneyCounts::empty(j.steps))
+        }),
         comparison,
         sources: main.sources.clone(),
         warnings: main.warnings.clone(),

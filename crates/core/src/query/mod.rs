@@ -201,6 +201,8 @@ pub struct Query {
     pub top_props: Option<usize>,
     /// Count a funnel ([`Answer::funnel`]).
     pub funnel: Option<FunnelQuery>,
+    /// Follow journeys or transitions ([`Answer::journey`]; events only).
+    pub journey: Option<crate::journey::JourneyQuery>,
     /// Whose conventions the answer follows.
     pub convention: Convention,
 }
@@ -224,6 +226,7 @@ impl Query {
             page: Page::ALL,
             top_props: None,
             funnel: None,
+            journey: None,
             convention,
         }
     }

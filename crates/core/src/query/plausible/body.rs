@@ -278,7 +278,8 @@ fn empty_figure(metric: Metric) -> Figure {
         | Metric::ScrollDepth
         | Metric::Revenue
         | Metric::TotalRevenue
-        | Metric::AverageRevenue => Figure::Null,
+        | Metric::AverageRevenue
+        | Metric::Vital(..) => Figure::Null,
         Metric::ViewsPerVisit
         | Metric::BounceRate
         | Metric::Percentage

@@ -196,6 +196,7 @@ pub(crate) fn query(
         },
         top_props: None,
         funnel: None,
+        journey: None,
         convention: Convention::Plausible,
     }
 }
