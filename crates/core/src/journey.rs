@@ -397,6 +397,194 @@ impl JourneyCounts {
     }
 }
 
+/// What a day's transitions table holds; a stored table of another
+/// version does not answer ([`DayTable::decode`] refuses it), so its day
+/// is read from events until the job rolls it up again.
+pub const TRANSITIONS_VERSION: u32 = 1;
+/// The largest encoded table ([`DayTable::encode`]): its rollup item stays
+/// below DynamoDB's 400 KB.
+pub const MAX_TABLE_BYTES: usize = 350 * 1024;
+
+/// A local day's transitions, as its rollup keeps them: every pair of
+/// consecutive pages (entries and exits included) of the day's visits,
+/// counted as the scan counts them for `transitions` with no page and no
+/// filter, its `bound` most made pairs kept (ties by pages) and the rest
+/// summed into `(other)` ([`JourneyCounts::cut`] set).
+///
+/// **When it answers exactly** ([`DayTable::answers`]): a question keeps
+/// a day's `day_rows` most made pairs ([`DAY_ROWS`]). A table that was not
+/// cut holds every pair; one cut at `bound >= day_rows` holds the same top
+/// `day_rows` pairs the events give (the same ranking) and the rest of
+/// them summed, so [`JourneyCounts::add_table`] adds exactly what the
+/// day's events add. A table cut below `day_rows` (the job keeps
+/// [`DAY_ROWS`], so only one the size cut shrank, [`DayTable::encode`])
+/// does not answer: the day is read from events.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DayTable {
+    /// The most pairs kept ([`JourneyCounts::cut`]: more were made).
+    pub bound: usize,
+    /// The day's pairs kept, `(other)` and the visits counted.
+    pub counts: JourneyCounts,
+}
+
+/// The stored form: pages once, pairs as indices (0: a visit's start or
+/// end, `i`: `pages[i - 1]`).
+#[derive(Serialize, serde::Deserialize)]
+struct WireTable {
+    v: u32,
+    bound: usize,
+    cut: bool,
+    pages: Vec<String>,
+    /// `[from, to, visits, visitors]`, the most made first.
+    rows: Vec<[u64; 4]>,
+    other: [u64; 2],
+    total: [u64; 2],
+}
+
+impl DayTable {
+    /// The table of a day's rows (each a pair of pages, `None` the visit's
+    /// start or end) and its visits counted, kept to `bound` rows.
+    pub fn of_day(rows: Vec<(Route<String>, Counts)>, total: Counts, bound: usize) -> Self {
+        let mut counts = JourneyCounts::empty(2);
+        counts.add_day(rows, vec![(StepKey::All, total)], bound);
+        Self { bound, counts }
+    }
+
+    /// Whether it answers a question that keeps `day_rows` rows a day
+    /// exactly (see the type's docs).
+    pub fn answers(&self, day_rows: usize) -> bool {
+        !self.counts.cut || self.bound >= day_rows
+    }
+
+    /// Deflated JSON of at most [`MAX_TABLE_BYTES`]: a table too big keeps
+    /// fewer pairs (the rest into `(other)`, `bound` lowered) until it fits.
+    pub fn encode(&self) -> (Vec<u8>, DayTable) {
+        let mut table = self.clone();
+        loop {
+            let bytes = table.wire();
+            let kept = table.counts.routes.len();
+            if bytes.len() <= MAX_TABLE_BYTES || kept == 0 {
+                return (bytes, table);
+            }
+            // A first guess from the size, then a quarter less each time.
+            let guess = kept * MAX_TABLE_BYTES / bytes.len();
+            table.keep(guess.min(kept * 3 / 4));
+        }
+    }
+
+    /// Keeps the `keep` most made pairs, the rest into `(other)`.
+    fn keep(&mut self, keep: usize) {
+        let c = &mut self.counts;
+        if c.routes.len() > keep {
+            c.trim(keep);
+            self.bound = self.bound.min(keep);
+        }
+    }
+
+    fn wire(&self) -> Vec<u8> {
+        let mut pages: Vec<String> = Vec::new();
+        let mut index: FxHashMap<String, u64> = FxHashMap::default();
+        let mut id = |p: Option<&String>| -> u64 {
+            let Some(p) = p else { return 0 };
+            *index.entry(p.clone()).or_insert_with(|| {
+                pages.push(p.clone());
+                pages.len() as u64
+            })
+        };
+        let (rows, _) = self.counts.top(usize::MAX);
+        let rows = rows
+            .iter()
+            .map(|(r, c)| {
+                let from = id(r.pages.first().and_then(Option::as_ref));
+                let to = id(r.pages.get(1).and_then(Option::as_ref));
+                [from, to, c.visits, c.visitors]
+            })
+            .collect();
+        let c = &self.counts;
+        let wire = WireTable {
+            v: TRANSITIONS_VERSION,
+            bound: self.bound,
+            cut: c.cut,
+            pages,
+            rows,
+            other: [c.other.visits, c.other.visitors],
+            total: [c.total.visits, c.total.visitors],
+        };
+        let json = serde_json::to_vec(&wire).unwrap_or_default();
+        let mut enc =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        if std::io::Write::write_all(&mut enc, &json).is_err() {
+            return Vec::new();
+        }
+        enc.finish().unwrap_or_default()
+    }
+
+    /// Decodes [`Self::encode`]; a table of another
+    /// [`TRANSITIONS_VERSION`], or damaged, is an error.
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let mut json = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(flate2::read::DeflateDecoder::new(bytes), 64 * 1024 * 1024),
+            &mut json,
+        )
+        .map_err(|e| e.to_string())?;
+        let w: WireTable = serde_json::from_slice(&json).map_err(|e| e.to_string())?;
+        if w.v != TRANSITIONS_VERSION {
+            return Err(format!("transitions table version {}", w.v));
+        }
+        let page = |i: u64| -> Result<Option<String>, String> {
+            match i {
+                0 => Ok(None),
+                i => w
+                    .pages
+                    .get(usize::try_from(i - 1).map_err(|e| e.to_string())?)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| format!("page {i} of {}", w.pages.len())),
+            }
+        };
+        let mut counts = JourneyCounts::empty(2);
+        for [from, to, visits, visitors] in &w.rows {
+            let route = Route {
+                pages: vec![page(*from)?, page(*to)?],
+                more: false,
+            };
+            counts.routes.insert(
+                route,
+                Counts {
+                    visits: *visits,
+                    visitors: *visitors,
+                },
+            );
+        }
+        counts.cut = w.cut;
+        counts.other = Counts {
+            visits: w.other[0],
+            visitors: w.other[1],
+        };
+        counts.total = Counts {
+            visits: w.total[0],
+            visitors: w.total[1],
+        };
+        Ok(Self {
+            bound: w.bound,
+            counts,
+        })
+    }
+}
+
+impl JourneyCounts {
+    /// Adds a day's rollup table as its events would be added for a
+    /// question keeping `day_rows` rows a day (exact when
+    /// [`DayTable::answers`] it).
+    pub fn add_table(&mut self, table: &DayTable, day_rows: usize) {
+        let (rows, _) = table.counts.top(usize::MAX);
+        self.add_day(rows, vec![(StepKey::All, table.counts.total)], day_rows);
+        self.other.add(&table.counts.other);
+        self.cut |= table.counts.cut;
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -506,6 +694,110 @@ mod tests {
         let (top, other) = counts.top(1);
         assert_eq!(top, vec![(route("/a"), c(6))]);
         assert_eq!(other, c(4));
+    }
+
+    /// A day of `n` pairs `/p{i} → /q{i}` made `n - i` times each, and a
+    /// few made as often as another (ties by pages).
+    fn pairs(n: u64) -> Vec<(Route<String>, Counts)> {
+        (0..n)
+            .map(|i| {
+                let visits = (n - i).div_ceil(2);
+                (
+                    Route {
+                        pages: vec![
+                            (i % 7 != 0).then(|| format!("/p{i}")),
+                            (i % 5 != 0).then(|| format!("/q{i}")),
+                        ],
+                        more: false,
+                    },
+                    Counts {
+                        visits,
+                        visitors: visits.div_ceil(2),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_table_kept_to_at_least_the_day_rows_adds_what_the_days_events_add() {
+        let total = Counts {
+            visits: 10_000,
+            visitors: 4_000,
+        };
+        for (n, bound, day_rows) in [(30, 40, 10), (30, 10, 10), (30, 20, 10), (30, 30, 30)] {
+            let table = DayTable::of_day(pairs(n), total, bound);
+            assert!(table.answers(day_rows), "{n} {bound} {day_rows}");
+            // The same day added twice, from events and from its table.
+            let mut events = JourneyCounts::empty(2);
+            let mut rolled = JourneyCounts::empty(2);
+            for _ in 0..2 {
+                events.add_day(pairs(n), vec![(StepKey::All, total)], day_rows);
+                rolled.add_table(&table, day_rows);
+            }
+            assert_eq!(rolled, events, "{n} {bound} {day_rows}");
+        }
+        // Cut below the rows a question keeps: it does not answer.
+        let table = DayTable::of_day(pairs(30), total, 9);
+        assert!(table.counts.cut && !table.answers(10));
+        // Not cut: it answers any question.
+        assert!(DayTable::of_day(pairs(30), total, 30).answers(DAY_ROWS));
+    }
+
+    #[test]
+    fn a_table_decodes_to_itself_and_a_table_of_another_version_is_refused() {
+        let table = DayTable::of_day(
+            pairs(50),
+            Counts {
+                visits: 90,
+                visitors: 60,
+            },
+            20,
+        );
+        let (bytes, kept) = table.encode();
+        assert_eq!(kept, table);
+        assert_eq!(DayTable::decode(&bytes).unwrap(), table);
+        let json = serde_json::to_vec(&serde_json::json!({
+            "v": TRANSITIONS_VERSION + 1, "bound": 1, "cut": false, "pages": [],
+            "rows": [], "other": [0, 0], "total": [0, 0]
+        }))
+        .unwrap();
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), Default::default());
+        std::io::Write::write_all(&mut enc, &json).unwrap();
+        assert!(DayTable::decode(&enc.finish().unwrap()).is_err());
+        assert!(DayTable::decode(b"not deflate").is_err());
+    }
+
+    #[test]
+    fn a_table_too_big_for_its_item_keeps_fewer_pairs_and_sums_the_rest() {
+        // 10,000 pairs of long distinct pages: megabytes of JSON.
+        let rows: Vec<_> = pairs(10_000)
+            .into_iter()
+            .map(|(mut r, c)| {
+                for (i, p) in r.pages.iter_mut().enumerate() {
+                    if let Some(p) = p {
+                        // Hex that does not compress, from the page's name.
+                        let mut h = p.bytes().fold(i as u64 + 1, |h, b| {
+                            (h ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                        });
+                        for _ in 0..6 {
+                            h = (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                            p.push_str(&format!("/{h:016x}"));
+                        }
+                    }
+                }
+                (r, c)
+            })
+            .collect();
+        let made: u64 = rows.iter().map(|(_, c)| c.visits).sum();
+        let table = DayTable::of_day(rows, Counts::default(), DAY_ROWS);
+        let (bytes, kept) = table.encode();
+        assert!(bytes.len() <= MAX_TABLE_BYTES, "{}", bytes.len());
+        assert!(kept.bound < 10_000 && kept.counts.cut, "{}", kept.bound);
+        assert!(!kept.answers(DAY_ROWS));
+        let kept_visits: u64 = kept.counts.routes.values().map(|c| c.visits).sum();
+        assert_eq!(kept_visits + kept.counts.other.visits, made);
+        assert_eq!(DayTable::decode(&bytes).unwrap(), kept);
     }
 
     #[test]

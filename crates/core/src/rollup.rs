@@ -13,6 +13,7 @@ use crate::aggregate::{Aggregate, FoldSpec, Metrics};
 use crate::dimension::Dimension;
 use crate::filter::Filter;
 use crate::goal::{Goal, Matcher};
+use crate::journey::{DayTable, Direction, JourneyCounts, JourneyQuery};
 use crate::scan::{Answer, ScanSpec, TopProps};
 use crate::zone::Zone;
 use serde::{Deserialize, Serialize};
@@ -121,6 +122,42 @@ pub fn roll_answer(mut answer: Answer<Date>, days: &[Date]) -> (Vec<(Date, Aggre
         })
         .collect();
     (rolled, cut)
+}
+
+/// Pairs a day's transitions table keeps ([`crate::journey::DayTable`]):
+/// as many as a `transitions` question keeps a day
+/// ([`crate::journey::DAY_ROWS`]), so a table answers unless the size cut
+/// shrank it ([`crate::journey::DayTable::encode`]).
+pub const TRANSITION_ROWS: usize = crate::journey::DAY_ROWS;
+
+/// The question a rollup's scan follows ([`crate::scan::Scan::follow_days`])
+/// for its days' transitions tables: every pair, `rows` kept a day.
+pub fn transitions_query(rows: usize) -> JourneyQuery {
+    JourneyQuery {
+        day_rows: rows,
+        ..JourneyQuery::new(Direction::Transitions { page: None }, 2)
+    }
+}
+
+/// The transitions tables of `days` from a [`transitions_query`] scan's
+/// per-day counts (a day without visits: an empty table, which answers).
+pub fn roll_tables(
+    counts: &mut BTreeMap<Date, JourneyCounts>,
+    days: &[Date],
+    rows: usize,
+) -> Vec<(Date, DayTable)> {
+    days.iter()
+        .map(|d| {
+            let counts = counts.remove(d).unwrap_or_else(|| JourneyCounts::empty(2));
+            (
+                *d,
+                DayTable {
+                    bound: rows,
+                    counts,
+                },
+            )
+        })
+        .collect()
 }
 
 /// Events the job reads and folds at once when rolling up days: consecutive
@@ -789,6 +826,63 @@ mod tests {
             goals_fingerprint(std::slice::from_ref(&a)),
             goals_fingerprint(&[a, b])
         );
+    }
+
+    #[test]
+    fn a_days_transitions_table_answers_what_its_events_answer() {
+        use crate::journey::DAY_ROWS;
+        let (day, next) = (date!(2026 - 11 - 01), date!(2026 - 11 - 02));
+        let t0 = utc_midnight(day);
+        // 40 visits over two days: routes of 1 to 4 pages, some repeated.
+        let pages = ["/", "/a", "/b", "/a", "/c"];
+        let events: Vec<Event> = (0..40i64)
+            .flat_map(|v| {
+                (0..=(v % 4)).map(move |i| {
+                    let at = t0 + v * 3_600_000 + i * 60_000;
+                    let path = pages[((v + i * (v % 3 + 1)) % 5) as usize];
+                    let mut e = ev(Kind::PageView, at, &format!("s{v}"), path);
+                    e.vid = format!("{:016x}", v % 9);
+                    e
+                })
+            })
+            .collect();
+        let zone = Zone::utc();
+        let filter = Filter::default();
+        let scan = |days: bool, rows: usize| {
+            let q = transitions_query(rows);
+            let mut scan =
+                crate::scan::Scan::new(&zone, scan_spec(&[], &filter, DEFAULT_TOP_N), |t| {
+                    Some(zone.local_date(t))
+                });
+            scan = if days {
+                scan.follow_days(&q)
+            } else {
+                scan.follow(&q)
+            };
+            scan.push_events(&events).unwrap();
+            scan.finish()
+        };
+        let from_events = scan(false, DAY_ROWS).journey.unwrap();
+        for rows in [TRANSITION_ROWS, 3] {
+            let mut answer = scan(true, rows);
+            let tables = roll_tables(&mut answer.journey_days, &[day, next], rows);
+            assert!(tables.iter().all(|(_, t)| t.counts.total.visits > 0));
+            let mut from_tables = JourneyCounts::empty(2);
+            for (_, t) in &tables {
+                let (bytes, kept) = t.encode();
+                let t = DayTable::decode(&bytes).unwrap();
+                assert_eq!(t, kept);
+                if t.answers(DAY_ROWS) {
+                    from_tables.add_table(&t, DAY_ROWS);
+                }
+            }
+            if rows == TRANSITION_ROWS {
+                assert_eq!(from_tables, from_events);
+            } else {
+                // Cut below a question's rows: neither day answers.
+                assert!(tables.iter().all(|(_, t)| !t.answers(DAY_ROWS)));
+            }
+        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! closes into its collapsed route of path ids ([`crate::journey`]), its
 //! rows counted per local day (visitors distinct per day), and a day's
 //! rows named, cut to their top and added to the range's counts when the
-//! day is counted, so memory holds one day's distinct routes.
+//! day is counted, so memory holds one day's distinct routes. The job's
+//! rollups keep each day's counts apart instead ([`Follow::per_day`]: a
+//! day's transitions table, [`crate::journey::DayTable`]).
 
 use super::dict::NONE;
 use super::rows::{Dicts, Row};
@@ -31,6 +33,8 @@ pub(crate) struct Follow {
     goal: Option<(Matcher, Vec<u8>)>,
     days: BTreeMap<Date, Day>,
     counts: JourneyCounts,
+    /// Each day's counts apart (the job's rollups), not added up.
+    by_day: Option<BTreeMap<Date, JourneyCounts>>,
     route: Vec<u32>,
     out: VisitRoutes<u32>,
 }
@@ -58,9 +62,16 @@ impl Follow {
             goal: goal.map(|m| (m, Vec::new())),
             days: BTreeMap::new(),
             counts: JourneyCounts::empty(q.steps),
+            by_day: None,
             route: Vec::new(),
             out: VisitRoutes::default(),
         }
+    }
+
+    /// Keeps each day's counts apart ([`Self::finish`]'s second part).
+    pub(crate) fn per_day(mut self) -> Self {
+        self.by_day = Some(BTreeMap::new());
+        self
     }
 
     /// A kept visit (its rows in order) that started on local day `day`.
@@ -123,8 +134,16 @@ impl Follow {
                 )
             })
             .collect();
-        self.counts
-            .add_day(rows, tally.steps.into_rows(), self.day_rows);
+        match &mut self.by_day {
+            Some(by_day) => {
+                let mut counts = JourneyCounts::empty(self.steps);
+                counts.add_day(rows, tally.steps.into_rows(), self.day_rows);
+                by_day.insert(day, counts);
+            }
+            None => self
+                .counts
+                .add_day(rows, tally.steps.into_rows(), self.day_rows),
+        }
     }
 
     /// Leaves a day out.
@@ -140,9 +159,10 @@ impl Follow {
             .sum()
     }
 
-    /// The counts of every day counted.
-    pub(crate) fn finish(self) -> JourneyCounts {
-        self.counts
+    /// The counts of every day counted, and ([`Self::per_day`]) each
+    /// day's apart.
+    pub(crate) fn finish(self) -> (JourneyCounts, BTreeMap<Date, JourneyCounts>) {
+        (self.counts, self.by_day.unwrap_or_default())
     }
 }
 

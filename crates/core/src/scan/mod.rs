@@ -193,6 +193,8 @@ pub struct Answer<K> {
     pub props: PropUse,
     /// With a journey question ([`Scan::follow`]): its counts.
     pub journey: Option<JourneyCounts>,
+    /// With [`Scan::follow_days`]: each local day's counts apart.
+    pub journey_days: BTreeMap<Date, JourneyCounts>,
 }
 
 /// What a scan holds now (for tests and figures).
@@ -326,6 +328,15 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
         self
     }
 
+    /// Follows a journey question keeping each local day's counts apart
+    /// ([`Answer::journey_days`]; [`Answer::journey`] stays empty): the
+    /// job's transitions tables ([`crate::journey::DayTable`]).
+    #[must_use]
+    pub fn follow_days(mut self, q: &JourneyQuery) -> Self {
+        self.sink.follow = Some(journeys::Follow::new(q, &mut self.sink.dicts).per_day());
+        self
+    }
+
     /// Adds stored events (of any hours not ended yet, in any order).
     pub fn push_events(&mut self, events: &[Event]) -> Result<(), ScanError> {
         let hour_of = |e: &Event| e.ts.div_euclid(HOUR_MS) * HOUR_MS;
@@ -422,11 +433,16 @@ impl<'a, K: Ord + Copy, B: Fn(Millis) -> Option<K>> Scan<'a, K, B> {
             props.missing = self.keep_top(top, &props);
         }
         let steps = self.sink.engine.steps();
+        let (journey, journey_days) = match self.sink.follow.map(journeys::Follow::finish) {
+            Some((counts, days)) => (Some(counts), days),
+            None => (None, BTreeMap::new()),
+        };
         Answer {
             aggregates: self.out,
             funnel: (steps > 0).then_some(self.funnel),
             props,
-            journey: self.sink.follow.map(journeys::Follow::finish),
+            journey,
+            journey_days,
         }
     }
 
