@@ -407,6 +407,22 @@ impl Recipe<'_> {
             // Last, so older corpus inputs read the same fields as before.
             browser_version: self.opt_text(),
             os_version: self.opt_text(),
+            vitals: match self.byte() {
+                0..=127 => None,
+                b => {
+                    let mut metric = |bit: u8| (b & bit != 0).then(|| self.uint(3) as u32);
+                    Some(tally_core::vitals::Vitals {
+                        lcp: metric(1),
+                        inp: metric(2),
+                        cls: metric(4),
+                        fcp: metric(8),
+                        ttfb: metric(16),
+                        fid: metric(32),
+                    })
+                    // Stored as none without a value, as ingest does.
+                    .filter(|v| !v.is_empty())
+                }
+            },
         }
     }
 

@@ -76,6 +76,7 @@ fn main() {
                 engaged_ms: None,
                 scroll: None,
                 live: None,
+                vitals: None,
                 non_interactive: false,
                 revenue: None,
             });

@@ -197,6 +197,10 @@ pub struct Event {
     /// A leave or show beacon's word on the tab ([`Live`]).
     #[serde(rename = "lv", default, skip_serializing_if = "Option::is_none")]
     pub live: Option<Live>,
+    /// Web Vitals a leave beacon or a ts-analytics `vitals` beacon
+    /// reported for its page view ([`crate::vitals`]).
+    #[serde(rename = "vt", default, skip_serializing_if = "Option::is_none")]
+    pub vitals: Option<crate::vitals::Vitals>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -360,6 +364,7 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
         non_interactive: !hit.interactive,
         revenue: None,
         live: None,
+        vitals: None,
     };
     let mut path = page_path(&hit.url);
     if hit.hash_route
@@ -387,6 +392,11 @@ pub fn build(hit: &Hit, site: &Site, client: &Client<'_>, at: Millis, salt: &Dai
             event.engaged_ms = Some(*active_ms);
             event.scroll = Some(*scroll);
             event.live = *live;
+            event.vitals = hit.vitals;
+        }
+        HitKind::Vitals => {
+            event.kind = Kind::Engagement;
+            event.vitals = hit.vitals;
         }
     }
     fit(&mut event, key_reserve(site, hit.eid.as_deref()));
@@ -923,6 +933,14 @@ mod tests {
                     revenue: revenue.and_then(|(a, c)| crate::money::Revenue::parse(&a, &c)),
                     hash_route,
                     page_props: props,
+                    vitals: Some(crate::vitals::Vitals {
+                        lcp: Some(600_000),
+                        inp: Some(600_000),
+                        cls: Some(100_000),
+                        fcp: Some(600_000),
+                        ttfb: Some(600_000),
+                        fid: Some(600_000),
+                    }),
                 }
             }
         }

@@ -144,6 +144,10 @@ pub enum Drop {
     Ignored,
     /// The site excludes the client's network or the page's path.
     Excluded,
+    /// A ts-analytics `vitals` beacon naming no metric Tally knows, or a
+    /// value that is not a number from 0 to the metric's limit
+    /// ([`crate::vitals::Vital::limit`]).
+    InvalidVital,
 }
 
 impl Drop {
@@ -154,6 +158,7 @@ impl Drop {
             Self::SpamReferrer => "spam_referrer",
             Self::Ignored => "ignored_event_type",
             Self::Excluded => "excluded",
+            Self::InvalidVital => "invalid_vital",
         }
     }
 }
@@ -183,6 +188,9 @@ pub enum HitKind {
         /// Whether the beacon is a leave or a show (the live count).
         live: Option<crate::event::Live>,
     },
+    /// A ts-analytics `vitals` beacon: one metric of the page view, in
+    /// [`Hit::vitals`] (stored as an engagement event with no engagement).
+    Vitals,
 }
 
 /// The name of the custom event recorded for an outbound link click.
@@ -229,6 +237,9 @@ pub struct Hit {
     /// Custom properties of a page view (a custom event keeps its own in
     /// [`HitKind::Custom`]).
     pub page_props: BTreeMap<String, String>,
+    /// Web Vitals of the page view: an engagement beacon's `lcp`, `inp`,
+    /// `cls`, `fcp`, `ttfb` fields, or a `vitals` beacon's metric.
+    pub vitals: Option<crate::vitals::Vitals>,
 }
 
 #[derive(Deserialize)]
@@ -330,6 +341,10 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         None => eid.as_deref().and_then(eid_timestamp),
     };
     let (p, revenue) = take_revenue(w.e.as_deref(), w.p)?;
+    let vitals = match vitals(w.e.as_deref(), p.as_ref())? {
+        Ok(vitals) => vitals,
+        Err(drop) => return Ok(Err(drop)),
+    };
     let kind = match kind(w.e.as_deref(), p, limits)? {
         Ok(kind) => kind,
         Err(drop) => return Ok(Err(drop)),
@@ -349,7 +364,59 @@ fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
         hash_route: matches!(w.h, Some(Value::Bool(true)))
             || w.h.as_ref().and_then(Value::as_i64) == Some(1),
         page_props: BTreeMap::new(),
+        vitals,
     }))
+}
+
+/// The Web Vitals a beacon carries. An engagement, `leave` or `show`
+/// beacon may carry Tally's fields `lcp`, `inp`, `fcp`, `ttfb` (ms) and
+/// `cls` (the layout shift score, a fraction): a value that is not a
+/// number is refused like the beacon's other figures, one out of range
+/// (negative, beyond [`crate::vitals::Vital::limit`]) is left out and the
+/// beacon kept. A ts-analytics `vitals` beacon is `{metric, value,
+/// rating}` (CLS ×1000, `rating` ignored: Tally rates the value itself);
+/// FID is kept, not reported; an unknown metric or a value out of range
+/// drops the beacon ([`Drop::InvalidVital`]).
+fn vitals(
+    e: Option<&str>,
+    p: Option<&Value>,
+) -> Result<Result<Option<crate::vitals::Vitals>, Drop>, Rejection> {
+    use crate::vitals::{ALL, Vital, Vitals};
+    let Some(props) = p.and_then(Value::as_object) else {
+        return Ok(Ok(None));
+    };
+    let mut out = Vitals::default();
+    match e {
+        Some("engagement" | "leave" | "show") => {
+            for v in ALL {
+                let value = match props.get(v.name()) {
+                    None | Some(Value::Null) => continue,
+                    Some(Value::Number(n)) => n.as_f64(),
+                    Some(_) => return Err(invalid("p", "web vitals must be numbers")),
+                };
+                out.set(v, value.and_then(|x| v.stored(x, false)));
+            }
+        }
+        Some("vitals") => {
+            let value = props.get("value").and_then(Value::as_f64);
+            let metric = props.get("metric").and_then(Value::as_str).unwrap_or("");
+            match (metric.to_ascii_uppercase().as_str(), value) {
+                ("FID", Some(x)) => {
+                    out.fid = Vital::Inp.stored(x, true);
+                    if out.fid.is_none() {
+                        return Ok(Err(Drop::InvalidVital));
+                    }
+                }
+                (name, Some(x)) => match Vital::parse(name).and_then(|v| v.stored(x, true)) {
+                    Some(stored) => out.set(Vital::parse(name).unwrap_or(Vital::Lcp), Some(stored)),
+                    None => return Ok(Err(Drop::InvalidVital)),
+                },
+                _ => return Ok(Err(Drop::InvalidVital)),
+            }
+        }
+        _ => return Ok(Ok(None)),
+    }
+    Ok(Ok((!out.is_empty()).then_some(out)))
 }
 
 fn kind(
@@ -409,7 +476,8 @@ fn kind(
                 props,
             }
         }
-        "vitals" | "error" | "heartbeat" => return Ok(Err(Drop::Ignored)),
+        "vitals" => HitKind::Vitals,
+        "error" | "heartbeat" => return Ok(Err(Drop::Ignored)),
         _ => return Err(Rejection::UnknownEventType),
     }))
 }
@@ -709,6 +777,58 @@ mod tests {
                 Rejection::InvalidField { field: got, .. } => assert_eq!(got, field, "{revenue}"),
                 other => panic!("{revenue}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn leave_beacons_carry_web_vitals_and_values_out_of_range_are_left_out() {
+        let hit = parse_ok(
+            r#"{"s":"b","e":"leave","u":"https://e.com/","p":{"timeOnPage":3,"lcp":2400.4,"inp":312,"cls":0.1234,"fcp":900,"ttfb":-5}}"#,
+        );
+        let v = hit.vitals.unwrap();
+        assert_eq!(
+            (v.lcp, v.inp, v.cls, v.fcp, v.ttfb),
+            (Some(2400), Some(312), Some(123), Some(900), None)
+        );
+        assert!(matches!(
+            hit.kind,
+            HitKind::Engagement {
+                active_ms: 3000,
+                ..
+            }
+        ));
+        let huge = parse_ok(r#"{"s":"b","e":"leave","u":"https://e.com/","p":{"lcp":1e9}}"#);
+        assert_eq!(huge.vitals, None);
+        assert_eq!(
+            rejection(br#"{"s":"b","e":"leave","u":"https://e.com/","p":{"lcp":"slow"}}"#),
+            invalid("p", "web vitals must be numbers")
+        );
+    }
+
+    #[test]
+    fn ts_analytics_vitals_beacons_are_kept_with_cls_per_mille_and_bad_ones_dropped() {
+        let hit = parse_ok(
+            r#"{"s":"b","e":"vitals","u":"https://e.com/","p":{"metric":"CLS","value":87,"rating":"good"}}"#,
+        );
+        assert_eq!(hit.kind, HitKind::Vitals);
+        assert_eq!(hit.vitals.and_then(|v| v.cls), Some(87));
+        let fid = parse_ok(
+            r#"{"s":"b","e":"vitals","u":"https://e.com/","p":{"metric":"FID","value":12,"rating":"good"}}"#,
+        );
+        assert_eq!(fid.vitals.map(|v| (v.fid, v.inp)), Some((Some(12), None)));
+        for p in [
+            r#"{"metric":"XYZ","value":1}"#,
+            r#"{"metric":"LCP","value":-1}"#,
+            r#"{"metric":"LCP","value":"1"}"#,
+            r#"{"metric":"LCP","value":600001}"#,
+            r#"{"metric":"LCP"}"#,
+        ] {
+            let body = format!(r#"{{"s":"b","e":"vitals","u":"https://e.com/","p":{p}}}"#);
+            assert_eq!(
+                parse(body.as_bytes(), &Limits::default()),
+                Ok(Err(Drop::InvalidVital)),
+                "{p}"
+            );
         }
     }
 

@@ -232,6 +232,7 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, R
         revenue,
         hash_route,
         page_props,
+        vitals: None,
     };
     Ok(Ok(Submission {
         hits: domains

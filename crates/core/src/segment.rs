@@ -36,8 +36,10 @@ pub const MAGIC: &[u8; 3] = b"TSG";
 pub const VERSION: u8 = 3;
 /// The body format this code writes: format 3 adds the browser and system
 /// versions after format 2's string columns; a format 2 body reads them as
-/// none (events stored before versions were).
-pub const BLOCK_FORMAT: u8 = 3;
+/// none (events stored before versions were). Format 4 adds each event's
+/// Web Vitals after the properties ([`crate::vitals`]); an older body reads
+/// as none.
+pub const BLOCK_FORMAT: u8 = 4;
 /// Most events in one block: about 200 KB compressed for typical traffic.
 pub const BLOCK_EVENTS: usize = 24 * 1024;
 /// Largest compressed block; a larger hour is split into several blocks.
@@ -296,7 +298,7 @@ pub fn blocks_of(bytes: &[u8]) -> Result<Vec<Block>, SegmentError> {
             .ok_or(SegmentError::Corrupt("hour"))?;
         let events = u32::try_from(r.varint()?).map_err(|_| SegmentError::Corrupt("count"))?;
         let format = if version == 2 { 2 } else { r.byte()? };
-        if format != 2 && format != BLOCK_FORMAT {
+        if !(2..=BLOCK_FORMAT).contains(&format) {
             return Err(SegmentError::Version(format));
         }
         let len = r.len()?;
@@ -465,6 +467,10 @@ pub fn canonical_cmp(a: &Event, b: &Event) -> Ordering {
         .then_with(|| a.non_interactive.cmp(&b.non_interactive))
         .then_with(|| a.revenue.cmp(&b.revenue))
         .then_with(|| a.sid.cmp(&b.sid))
+        .then_with(|| {
+            let f = |e: &Event| e.vitals.as_ref().map(vitals_fields);
+            f(a).cmp(&f(b))
+        })
 }
 
 fn tab_key(e: &Event) -> &str {
@@ -728,7 +734,69 @@ fn encode_body_of(hour: Millis, events: &[&Event], format: u8) -> Vec<u8> {
     }
     keys.write(&mut out);
     values.write(&mut out);
+    if format >= 4 {
+        put_vitals(&mut out, events);
+    }
     out
+}
+
+/// Web Vitals, per event: a mask of the values it has (bit `i` for
+/// [`crate::vitals::ALL`]`[i]`, bit 5 for FID), then each value.
+fn put_vitals(out: &mut Vec<u8>, events: &[&Event]) {
+    for e in events {
+        let v = e.vitals.unwrap_or_default();
+        let all = vitals_fields(&v);
+        let mask = all
+            .iter()
+            .enumerate()
+            .fold(0_u64, |m, (i, x)| m | u64::from(x.is_some()) << i);
+        put_varint(out, mask);
+        for x in all.into_iter().flatten() {
+            put_varint(out, u64::from(x));
+        }
+    }
+}
+
+/// A vitals record's six values in the stored order.
+fn vitals_fields(v: &crate::vitals::Vitals) -> [Option<u32>; 6] {
+    [v.lcp, v.inp, v.cls, v.fcp, v.ttfb, v.fid]
+}
+
+/// Reads [`put_vitals`]' section: `None` when no event has a value.
+fn read_vitals(
+    r: &mut Reader<'_>,
+    n: usize,
+) -> Result<Option<Vec<crate::vitals::Vitals>>, SegmentError> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mask = r.varint()?;
+        if mask >= 1 << 6 {
+            return Err(SegmentError::Corrupt("vitals mask"));
+        }
+        if mask == 0 {
+            continue;
+        }
+        if out.is_empty() {
+            out.resize(n, crate::vitals::Vitals::default());
+        }
+        let mut f = [None; 6];
+        for (bit, slot) in f.iter_mut().enumerate() {
+            if mask & (1 << bit) != 0 {
+                let x = u32::try_from(r.varint()?).map_err(|_| SegmentError::Corrupt("vital"))?;
+                *slot = Some(x);
+            }
+        }
+        let [lcp, inp, cls, fcp, ttfb, fid] = f;
+        out[i] = crate::vitals::Vitals {
+            lcp,
+            inp,
+            cls,
+            fcp,
+            ttfb,
+            fid,
+        };
+    }
+    Ok((!out.is_empty()).then_some(out))
 }
 
 /// String columns of a body, in the order [`encode_body`] writes them (the
@@ -822,6 +890,8 @@ pub(crate) struct Body<'a> {
     pub keys: Column<'a>,
     /// Property values.
     pub prop_values: Column<'a>,
+    /// Per event, its Web Vitals (format 4; `None` when no event has any).
+    pub vitals: Option<Vec<crate::vitals::Vitals>>,
 }
 
 /// Every string column ([`read_body`]'s `wanted`).
@@ -910,6 +980,11 @@ fn read_body(hour: Millis, body: &[u8], wanted: u32, format: u8) -> Result<Body<
     }
     let keys = Column::read(&mut r, total_props)?;
     let prop_values = Column::read(&mut r, total_props)?;
+    let vitals = if format >= 4 {
+        read_vitals(&mut r, n)?
+    } else {
+        None
+    };
     if !r.done() {
         return Err(SegmentError::Corrupt("trailing bytes"));
     }
@@ -928,6 +1003,7 @@ fn read_body(hour: Millis, body: &[u8], wanted: u32, format: u8) -> Result<Body<
         prop_counts,
         keys,
         prop_values,
+        vitals,
     })
 }
 
@@ -1027,6 +1103,7 @@ fn decode_body(hour: Millis, body: &[u8], format: u8) -> Result<Vec<Event>, Segm
                 v => Some(scroll_of(v)?),
             },
             live: None,
+            vitals: b.vitals.as_ref().map(|v| v[i]).filter(|v| !v.is_empty()),
             non_interactive: flag_of(b.non_interactive[i])?,
             revenue: revenue_of(cols, i)?.map(|(a, c)| crate::event::Revenue {
                 amount: a.to_owned(),
@@ -1343,6 +1420,7 @@ mod tests {
             engaged_ms: None,
             scroll: None,
             live: None,
+            vitals: None,
             non_interactive: false,
             revenue: None,
         }
@@ -1381,6 +1459,7 @@ mod tests {
             non_interactive in any::<bool>(),
             revenue in proptest::option::of(("-?[0-9]{1,6}(\\.[0-9]{1,2})?", "[A-Z]{3}")),
             scroll in proptest::option::of(any::<u8>()),
+            vitals in proptest::option::of(proptest::array::uniform6(proptest::option::of(any::<u32>()))),
         ) -> Event {
             Event {
                 kind: kind_of(kind).unwrap(),
@@ -1394,6 +1473,9 @@ mod tests {
                 name, value, props, engaged_ms, scroll, non_interactive,
                 revenue: revenue.map(|(amount, currency)| crate::event::Revenue { amount, currency }),
                 live: None,
+                vitals: vitals.map(|v: [Option<u32>; 6]| crate::vitals::Vitals {
+                    lcp: v[0], inp: v[1], cls: v[2], fcp: v[3], ttfb: v[4], fid: v[5],
+                }).filter(|v| !v.is_empty()),
             }
         }
     }

@@ -328,6 +328,7 @@ pub(crate) mod tests {
             engaged_ms: (kind == Kind::Engagement).then_some(3_000),
             scroll: None,
             live: None,
+            vitals: None,
             non_interactive: false,
             revenue: None,
         }

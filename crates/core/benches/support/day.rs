@@ -282,6 +282,7 @@ impl Day {
             engaged_ms: (kind == Kind::Engagement).then(|| 1_000 + r.below(120_000)),
             scroll: (kind == Kind::Engagement).then(|| r.below(101) as u8),
             live: None,
+            vitals: None,
             non_interactive: false,
             revenue: (kind == Kind::Custom && pick(58, 20) == 0).then(|| Revenue {
                 amount: "19.99".into(),

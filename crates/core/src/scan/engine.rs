@@ -318,6 +318,10 @@ struct Visit {
     engaged_at: u32,
     pevents_at: u32,
     pevents: u32,
+    /// Its counted page views' Web Vitals samples, in order, in
+    /// `Pending::vitals` (none when no page view of it reported any).
+    vitals_at: u32,
+    vitals_n: u32,
     bounce: u8,
     /// 1 when its first page view passes the filter (it enters the
     /// filtered pages): the visits a session row's and the totals'
@@ -357,6 +361,8 @@ pub(crate) struct Pending<K> {
     engaged: Vec<(u64, u64)>,
     pevents: Vec<PEvent>,
     pairs: Vec<(u32, u32)>,
+    /// Web Vitals samples of visits' counted page views ([`Visit::vitals_at`]).
+    vitals: Vec<u64>,
     /// (bucket, the visitor's first visit, visit): sorted, a visitor's
     /// visits are consecutive and the visits nearly in their own order.
     order: Vec<(K, u32, u32)>,
@@ -374,6 +380,7 @@ impl<K> Default for Pending<K> {
             engaged: Vec::new(),
             pevents: Vec::new(),
             pairs: Vec::new(),
+            vitals: Vec::new(),
             order: Vec::new(),
             first: FxHashMap::default(),
         }
@@ -395,6 +402,7 @@ impl<K> Pending<K> {
             + self.engaged.capacity() * 16
             + self.pevents.capacity() * std::mem::size_of::<PEvent>()
             + self.pairs.capacity() * 8
+            + self.vitals.capacity() * 8
             + self.order.capacity() * std::mem::size_of::<(K, u32, u32)>()
             + self.first.capacity() * 16
     }
@@ -511,6 +519,8 @@ pub(crate) struct Engine<'s> {
     /// Scratch: per row of the visit being encoded, [`PAGE`], [`CUSTOM`] or 0.
     flags: Vec<u8>,
     scratch: Vec<(u64, u64)>,
+    /// Scratch: each page view's Web Vitals sample.
+    vscratch: Vec<u64>,
     latest: Vec<(u32, usize)>,
     tokens: Vec<usize>,
     cells: Vec<Cells>,
@@ -684,6 +694,7 @@ impl<'s> Engine<'s> {
             blank,
             flags: Vec::new(),
             scratch: Vec::new(),
+            vscratch: Vec::new(),
             latest: Vec::new(),
             tokens: Vec::new(),
             cells: Vec::new(),
@@ -843,6 +854,24 @@ impl<'s> Engine<'s> {
                 scroll = scroll.max(depth);
             }
         }
+        // Each counted page view's Web Vitals (the last reported for it).
+        page_vitals(rows, &mut self.vscratch, &mut self.latest);
+        let vitals_at = p.vitals.len();
+        if self.vscratch.iter().any(|s| *s != 0) {
+            let flags = rows
+                .iter()
+                .enumerate()
+                .map(|(i, _)| counted.unwrap_or_else(|| self.flags[i]));
+            let pages = rows
+                .iter()
+                .zip(flags)
+                .filter(|(r, _)| r.kind == Kind::PageView);
+            for ((_, f), sample) in pages.zip(&self.vscratch) {
+                if f == PAGE {
+                    p.vitals.push(*sample);
+                }
+            }
+        }
         let entered = if self.flags.is_empty() {
             f.pageviews > 0
         } else {
@@ -880,6 +909,8 @@ impl<'s> Engine<'s> {
             pevents_at: at32(p.pevents.len()),
             pevents: 0,
             reach: 0,
+            vitals_at: at32(vitals_at),
+            vitals_n: at32(p.vitals.len() - vitals_at),
         });
         for j in 0..self.slots.len() {
             match self.slots[j] {
@@ -1034,6 +1065,7 @@ impl<'s> Engine<'s> {
                 totals.duration_ms = totals.duration_ms.saturating_add(u64::from(v.duration_ms));
                 totals.events += u64::from(v.events);
                 add_engagement(&mut totals, v);
+                add_vitals(&mut totals, p, v);
                 self.add_cells(d, p, &keys, i as usize);
             }
             if !self.steps.is_empty() {
@@ -1078,6 +1110,7 @@ impl<'s> Engine<'s> {
                         m.duration_ms = m.duration_ms.saturating_add(u64::from(v.duration_ms));
                         m.events += u64::from(v.events);
                         add_engagement(m, v);
+                        add_vitals(m, p, v);
                         m.entries += if dim == Dimension::EntryPage {
                             1
                         } else {
@@ -1088,6 +1121,7 @@ impl<'s> Engine<'s> {
                 Slot::Empty => at += 1,
                 Slot::Page => {
                     let n = p.ids[at] as usize;
+                    let mut page = 0;
                     for &id in &p.ids[at + 1..at + 1 + n] {
                         let (engaged, scroll) = p.engaged[engaged_at];
                         engaged_at += 1;
@@ -1095,6 +1129,11 @@ impl<'s> Engine<'s> {
                         if id & EVENT_PATH != 0 {
                             m.events += 1;
                             continue;
+                        }
+                        if page < v.vitals_n {
+                            let s = p.vitals[(v.vitals_at + page) as usize];
+                            crate::vitals::add_sample(&mut m.vitals, crate::vitals::Sample(s));
+                            page += 1;
                         }
                         if scroll > 0 {
                             m.engaged_ms = m.engaged_ms.saturating_add(engaged);
@@ -1331,6 +1370,60 @@ fn add_engagement(m: &mut Metrics, v: &Visit) {
     }
 }
 
+/// A visit's Web Vitals on a row it counts on as a whole (the totals, a
+/// visit-level value): each counted page view's sample.
+fn add_vitals<K>(m: &mut Metrics, p: &Pending<K>, v: &Visit) {
+    let from = v.vitals_at as usize;
+    for s in &p.vitals[from..from + v.vitals_n as usize] {
+        crate::vitals::add_sample(&mut m.vitals, crate::vitals::Sample(*s));
+    }
+}
+
+/// Each page view's Web Vitals sample of a visit, in order (0 without):
+/// the beacons of its page until the next page view of it, as
+/// [`engagement`] assigns them, each value replaced by a later one (a tab
+/// shown again and hidden reports updated CLS and INP).
+fn page_vitals(rows: &[Row], out: &mut Vec<u64>, latest: &mut Vec<(u32, usize)>) {
+    per_page(rows, out, latest, 0, |r, sample| {
+        if r.vitals != 0 {
+            *sample = crate::vitals::Sample(*sample)
+                .overlay(crate::vitals::Sample(r.vitals))
+                .0;
+        }
+    });
+}
+
+/// One entry per page view of a visit, in order, starting at `empty`;
+/// `beacon` folds each engagement beacon into the entry of the latest page
+/// view of its page before it.
+fn per_page<T: Copy>(
+    rows: &[Row],
+    out: &mut Vec<T>,
+    latest: &mut Vec<(u32, usize)>,
+    empty: T,
+    mut beacon: impl FnMut(&Row, &mut T),
+) {
+    out.clear();
+    latest.clear();
+    for r in rows {
+        match r.kind {
+            Kind::PageView => {
+                match latest.iter_mut().find(|(p, _)| *p == r.path) {
+                    Some(slot) => slot.1 = out.len(),
+                    None => latest.push((r.path, out.len())),
+                }
+                out.push(empty);
+            }
+            Kind::Engagement => {
+                if let Some((_, i)) = latest.iter().find(|(p, _)| *p == r.path) {
+                    beacon(r, &mut out[*i]);
+                }
+            }
+            Kind::Custom => {}
+        }
+    }
+}
+
 /// How many entries were pushed after position `at`.
 fn count_since(len: usize, at: usize) -> u32 {
     u32::try_from(len.wrapping_sub(at).wrapping_sub(1)).unwrap_or(0)
@@ -1349,25 +1442,10 @@ fn pages_with<'a>(rows: &'a [Row], flags: &'a [u8]) -> impl Iterator<Item = (&'a
 /// is hidden or just before the next page view, which may reach the server
 /// first.
 fn engagement(rows: &[Row], out: &mut Vec<(u64, u64)>, latest: &mut Vec<(u32, usize)>) {
-    out.clear();
-    latest.clear();
-    for r in rows {
-        match r.kind {
-            Kind::PageView => {
-                match latest.iter_mut().find(|(p, _)| *p == r.path) {
-                    Some(slot) => slot.1 = out.len(),
-                    None => latest.push((r.path, out.len())),
-                }
-                out.push((0, 0));
-            }
-            Kind::Engagement => {
-                if let Some((_, i)) = latest.iter().find(|(p, _)| *p == r.path) {
-                    let (engaged, scroll) = &mut out[*i];
-                    *engaged = engaged.saturating_add(r.engaged_ms);
-                    *scroll = (*scroll).max(u64::from(r.scroll) + 1);
-                }
-            }
-            Kind::Custom => {}
+    per_page(rows, out, latest, (0, 0), |r, (engaged, scroll)| {
+        if !r.vitals_only {
+            *engaged = engaged.saturating_add(r.engaged_ms);
+            *scroll = (*scroll).max(u64::from(r.scroll) + 1);
         }
-    }
+    });
 }

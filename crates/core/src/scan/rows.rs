@@ -52,6 +52,12 @@ pub(crate) struct Row {
     pub channel: u8,
     /// The device ([`crate::segment`]'s code).
     pub device: u8,
+    /// An engagement row that carries Web Vitals and no engagement (a
+    /// ts-analytics `vitals` beacon): it gives its page view no time or
+    /// scroll.
+    pub vitals_only: bool,
+    /// Its Web Vitals as a [`crate::vitals::Sample`] (0 without).
+    pub vitals: u64,
 }
 
 /// What a fold reads of events: everything else is never decoded.
@@ -374,6 +380,11 @@ pub(crate) fn push_event(d: &mut Dicts, hour: &mut Hour, e: &Event, read: Read) 
         non_interactive: e.non_interactive,
         channel: channel_code(e.channel),
         device: device_code(e.device),
+        vitals_only: e.kind == Kind::Engagement
+            && e.engaged_ms.is_none()
+            && e.scroll.is_none()
+            && e.vitals.is_some(),
+        vitals: e.vitals.map_or(0, |v| v.sample().0),
     };
     hour.push(row);
 }
@@ -416,6 +427,11 @@ pub(crate) fn push_body(d: &mut Dicts, hour: &mut Hour, b: &Body<'_>) -> Result<
     let visitors: &[u64] = match &b.visitors.values {
         VisitorValues::Hex(v) => v,
         VisitorValues::Text(_) => &text_visitors,
+    };
+    // Web Vitals as samples, 0 for none.
+    let vitals: Vec<u64> = match &b.vitals {
+        Some(v) => v.iter().map(|x| x.sample().0).collect(),
+        None => vec![0; n],
     };
     // Tab keys: the session id, else the visitor id (as text), mapped when
     // first used.
@@ -524,6 +540,11 @@ pub(crate) fn push_body(d: &mut Dicts, hour: &mut Hour, b: &Body<'_>) -> Result<
             non_interactive: b.non_interactive[i] == 1,
             channel: b.channels[i],
             device: b.devices[i],
+            vitals_only: kind_of(b.kinds[i]) == Ok(Kind::Engagement)
+                && b.engaged[i] == 0
+                && b.scrolls[i] == 0
+                && vitals[i] != 0,
+            vitals: vitals[i],
         });
     }
     Ok(())

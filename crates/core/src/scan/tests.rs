@@ -150,13 +150,26 @@ fn event(s: &Spec, anchors: &[Millis]) -> Event {
                 .map(|(k, v)| (KEYS[*k].to_owned(), VALUES[*v].to_owned()))
                 .collect()
         },
-        engaged_ms: (kind == Kind::Engagement).then_some(s.engaged),
-        scroll: if kind == Kind::Engagement {
+        engaged_ms: (kind == Kind::Engagement && s.engaged % 5 != 4).then_some(s.engaged),
+        scroll: if kind == Kind::Engagement && s.engaged % 5 != 4 {
             s.scroll
         } else {
             None
         },
         live: None,
+        // Web Vitals on two of three engagement beacons, and a
+        // ts-analytics `vitals` beacon (no engagement) now and then.
+        vitals: (kind == Kind::Engagement && !s.engaged.is_multiple_of(3)).then(|| {
+            crate::vitals::Vitals {
+                lcp: Some((s.engaged % 7001) as u32),
+                inp: (s.minute % 2 == 0).then_some((s.minute * 37) as u32),
+                cls: s
+                    .engaged
+                    .is_multiple_of(2)
+                    .then_some(((s.engaged / 7) % 400) as u32),
+                ..crate::vitals::Vitals::default()
+            }
+        }),
         non_interactive: s.non_interactive && kind == Kind::Custom,
         revenue: match (kind, s.revenue) {
             (Kind::Custom, Some(r)) => Some(Revenue {

@@ -45,7 +45,7 @@ pub(crate) async fn report<S: QueryStore>(
     };
     let body = vitals::render(&parsed, site, &answers);
     let rows = records(&body);
-    download::respond_rows(&body, Some(&rows), parsed.base.format, &site.id, "vitals")
+    download::respond_rows(&body, Some(&rows), parsed.base.format, site.id, "vitals")
 }
 
 /// The rows as CSV: the value, its page views, then each metric's
