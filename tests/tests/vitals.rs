@@ -6,7 +6,8 @@
 //! computes nearest-rank percentiles and Google's rating shares; the
 //! `vitals` report answers them from raw events, from segments (a filter)
 //! and from rollups cut to their top pages plus `(other)`, percentiles
-//! within the histogram's 2.5 %, shares exactly.
+//! within the histogram's 2.5 %, shares exactly; days rolled up before
+//! vitals are read from segments instead of answering as empty.
 
 #![allow(clippy::unwrap_used)]
 
@@ -315,4 +316,78 @@ async fn vitals_percentiles_and_shares_equal_a_reference_count_from_every_source
         }
     }
     check(&shown["(other)"], &rest, "rollup (other)");
+
+    // Days rolled up before vitals (DIMS version 1, no histograms) do not
+    // answer vitals as empty: they are read from segments, every page
+    // exactly (no `(other)`), while a question without vitals still reads
+    // their rollups.
+    for day in [date!(2026 - 11 - 20), date!(2026 - 11 - 21)] {
+        pre_vitals_rollup(&h, day).await;
+    }
+    let old = api
+        .get(&Config::default(), &format!("vitals?{range}"))
+        .await;
+    assert_eq!(
+        old["meta"]["sources"]["segment"]["days"], DAYS,
+        "{}",
+        old["meta"]
+    );
+    assert!(
+        old["meta"]["sources"]["rollup"].is_null(),
+        "{}",
+        old["meta"]
+    );
+    check(&old["totals"], &totals, "pre-vitals rollups: totals");
+    let shown = rows(&old);
+    assert_eq!(shown.len(), by_page.len(), "{:?}", shown.keys());
+    for (page, expected) in &by_page {
+        check(
+            &shown[page],
+            expected,
+            &format!("pre-vitals rollups: {page}"),
+        );
+    }
+    let pages = api
+        .get(&Config::default(), &format!("breakdown/page?{range}"))
+        .await;
+    assert_eq!(
+        pages["meta"]["sources"]["rollup"]["days"], DAYS,
+        "{}",
+        pages["meta"]
+    );
+}
+
+/// Rewrites `day`'s DIMS item as the job wrote it before vitals: version 1
+/// and no histograms.
+async fn pre_vitals_rollup(h: &Harness, day: time::Date) {
+    use aws_sdk_dynamodb::primitives::Blob;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let pk = tally_core::keys::site_pk(SITE);
+    let sk = tally_core::keys::rollup_dims_sk(day);
+    let mut item = tally_tests::get_item(&h.store, &pk, &sk).await.unwrap();
+    let Some(AttributeValue::B(data)) = item.get("data") else {
+        panic!("{sk}: no data");
+    };
+    let mut agg = tally_core::rollup::decode_dims(data.as_ref()).unwrap();
+    assert!(
+        agg.totals.vitals.is_some(),
+        "{sk}: the job rolled up vitals"
+    );
+    agg.totals.vitals = None;
+    for rows in agg.dims.values_mut().chain(agg.props.values_mut()) {
+        for m in rows.values_mut() {
+            m.vitals = None;
+        }
+    }
+    let bytes = tally_core::rollup::encode_dims(&agg).bytes;
+    item.insert("data".into(), AttributeValue::B(Blob::new(bytes)));
+    item.insert("v".into(), AttributeValue::N("1".into()));
+    h.store
+        .client()
+        .put_item()
+        .table_name(h.store.table())
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
 }

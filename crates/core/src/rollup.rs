@@ -32,8 +32,19 @@ pub const MAX_DIMS_BYTES: usize = 350 * 1024;
 /// day with more is marked, and a breakdown by another key reads its
 /// events instead.
 pub const MAX_ROLLUP_PROPS: usize = 100;
-/// The encoding version of the dimensions blob.
-pub const DIMS_VERSION: u32 = 1;
+/// The version of the dimensions blob's contents: 1 had no Web Vitals
+/// histograms ([`Metrics::vitals`]), 2 holds them. Stored on the DIMS item,
+/// so a day rolled up before vitals does not answer a vitals question as
+/// empty: it reads as stale ([`answers_vitals`]) and the day is folded
+/// from its events while they are kept.
+pub const DIMS_VERSION: u32 = 2;
+/// The first [`DIMS_VERSION`] whose rollups hold Web Vitals histograms.
+pub const VITALS_DIMS_VERSION: u32 = 2;
+
+/// Whether a DIMS item of `version` answers Web Vitals questions.
+pub fn answers_vitals(version: u32) -> bool {
+    version >= VITALS_DIMS_VERSION
+}
 
 /// Where a day's rollup came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -142,6 +142,9 @@ pub struct Fold<'a> {
     /// Journeys or transitions to follow (read from events):
     /// [`Answer::journey`].
     pub journey: Option<&'a JourneyQuery>,
+    /// Whether Web Vitals figures are asked: a day rolled up before vitals
+    /// is read from events ([`tally_core::rollup::answers_vitals`]).
+    pub vitals: bool,
 }
 
 impl<'a> Fold<'a> {
@@ -155,6 +158,7 @@ impl<'a> Fold<'a> {
             within: None,
             funnel: None,
             journey: None,
+            vitals: false,
         }
     }
 
@@ -196,6 +200,7 @@ impl<'a> From<&'a FoldRequest> for Fold<'a> {
                 mode: q.mode,
             }),
             journey: f.journey.as_ref(),
+            vitals: f.vitals,
         }
     }
 }
@@ -411,6 +416,9 @@ struct Needs {
     keys: Vec<String>,
     /// Whether any fold breaks down properties.
     props: bool,
+    /// Whether any fold asks Web Vitals figures (histograms the DIMS item
+    /// holds, the scalars do not).
+    vitals: bool,
 }
 
 impl Needs {
@@ -418,7 +426,9 @@ impl Needs {
         let mut dims: Vec<Dimension> = Vec::new();
         let mut keys: Vec<String> = Vec::new();
         let mut props = false;
+        let mut vitals = false;
         for f in folds {
+            vitals |= f.vitals;
             for d in f.dims {
                 if !dims.contains(d) {
                     dims.push(*d);
@@ -436,7 +446,12 @@ impl Needs {
                 Props::Top(_) => props = true,
             }
         }
-        Self { dims, keys, props }
+        Self {
+            dims,
+            keys,
+            props,
+            vitals,
+        }
     }
 }
 
@@ -774,7 +789,7 @@ async fn read_rollups<S: QueryStore>(
     needs: &Needs,
 ) -> Result<BTreeMap<Date, Rolled>, ApiError> {
     let (from, to) = (r.range.from, r.range.to);
-    if needs.dims.is_empty() && !needs.props {
+    if needs.dims.is_empty() && !needs.props && !needs.vitals {
         let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
         return Ok(scalars
             .into_iter()
@@ -802,8 +817,10 @@ async fn read_rollups<S: QueryStore>(
             // A breakdown by goals computed with other goal definitions, or
             // by a property key the day's rollup left out, needs events.
             // (A dimension the rollup lacks, computed before it existed,
-            // is read from events too.)
-            let stale = (needs.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
+            // is read from events too, and so are Web Vitals of a day
+            // rolled up before vitals, which holds none.)
+            let stale = (needs.vitals && !tally_core::rollup::answers_vitals(day.version))
+                || (needs.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
                 || needs
                     .dims
                     .iter()

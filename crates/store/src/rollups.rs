@@ -85,6 +85,9 @@ pub struct DayDims {
     /// Whether custom property keys beyond the most used ones were left
     /// out (a breakdown by a key it lacks must read events).
     pub props_cut: bool,
+    /// The item's [`DIMS_VERSION`] (what its aggregate holds: one before
+    /// [`tally_core::rollup::VITALS_DIMS_VERSION`] has no Web Vitals).
+    pub version: u32,
 }
 
 /// What a day rollup was computed from.
@@ -244,6 +247,10 @@ impl Store {
             };
             let goals_fp = string(&item, "goals_fp").unwrap_or_default().to_owned();
             let props_cut = matches!(item.get("props_cut"), Some(AttributeValue::Bool(true)));
+            let version = match item.get("v") {
+                Some(AttributeValue::N(n)) => n.parse().unwrap_or(1),
+                _ => 1,
+            };
             out.insert(
                 day,
                 DayDims {
@@ -251,6 +258,7 @@ impl Store {
                     source,
                     goals_fp,
                     props_cut,
+                    version,
                 },
             );
         }

@@ -26,7 +26,7 @@ use crate::filter::{Events, Filter};
 use crate::funnel::StepCounts;
 use crate::journey::{JourneyCounts, JourneyQuery};
 use crate::plan::{self, Warning};
-use crate::query::{Convention, FunnelQuery, Query, QueryDimension};
+use crate::query::{Convention, FunnelQuery, Metric, Query, QueryDimension};
 use crate::range::{DateRange, Interval};
 use crate::zone::{Zone, format_date};
 use serde::Serialize;
@@ -114,6 +114,10 @@ pub struct FoldRequest {
     pub funnel: Option<FunnelQuery>,
     /// Follow journeys or transitions (events only).
     pub journey: Option<JourneyQuery>,
+    /// Whether Web Vitals figures are asked ([`crate::query::Metric::Vital`]):
+    /// only rollups that hold vitals histograms answer such a fold
+    /// ([`crate::rollup::VITALS_DIMS_VERSION`]).
+    pub vitals: bool,
 }
 
 impl FoldRequest {
@@ -185,6 +189,7 @@ impl FoldRequest {
             buckets,
             dims,
             props: self.props.join(&other.props)?,
+            vitals: self.vitals || other.vitals,
             ..self.clone()
         })
     }
@@ -330,6 +335,7 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
         filter: q.filter.clone(),
         funnel: q.funnel.clone(),
         journey: q.journey.clone(),
+        vitals: q.metrics.iter().any(|m| matches!(m, Metric::Vital(..))),
     };
     let mut out = Vec::new();
     if let Some(n) = q.top_props {
@@ -369,6 +375,7 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
             filter: q.filter.clone(),
             funnel: q.funnel.clone(),
             journey: None,
+            vitals: main.vitals,
         };
         if let Some(filter) = base_filter {
             out.push((

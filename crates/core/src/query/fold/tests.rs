@@ -165,6 +165,7 @@ fn a_visit_goes_to_its_bucket_by_its_start() {
         filter: Filter::default(),
         funnel: None,
         journey: None,
+        vitals: false,
     };
     let late = zone.day_start(DAY2) + 5 * HOUR_MS + 59 * 60_000;
     for (f, at, want) in [
