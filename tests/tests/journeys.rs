@@ -1,10 +1,13 @@
 //! Journeys and transitions against a naive reference count
 //! (`tally_tests::journeys`), from raw events only, from segments (with a
-//! late raw hour beside a compacted day) and with the range streamed in
-//! windows side by side; rolled-up days never answer them (rollups hold no
-//! routes). Forward from an entry page, backward from a page goal and an
-//! event goal, every transition and one page's, with filters, with the
-//! rows beyond `limit` summed into `other`, and every documented 400.
+//! late raw hour beside a compacted day), with the range streamed in
+//! windows side by side, and (every transition, unfiltered) from the
+//! settled days' rollups: their transitions tables, a table cut below the
+//! rows a question keeps a day read from events instead. Forward and
+//! backward journeys and one page's transitions never read rollups.
+//! Forward from an entry page, backward from a page goal and an event
+//! goal, every transition and one page's, with filters, with the rows
+//! beyond `limit` summed into `other`, and every documented 400.
 
 #![allow(clippy::unwrap_used)]
 
@@ -132,7 +135,7 @@ fn counted(v: &Value) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn journeys_and_transitions_from_raw_and_segments_equal_a_reference_count() {
+async fn journeys_and_transitions_from_raw_segments_and_rollups_equal_a_reference_count() {
     let h = Harness::start().await;
     let zone = Zone::parse("Europe/Berlin").unwrap();
     let mut site = Site::new(SITE, &[format!("{SITE}.example")], zone.name(), 0).unwrap();
@@ -283,7 +286,7 @@ async fn journeys_and_transitions_from_raw_and_segments_equal_a_reference_count(
             20,
         ),
     ];
-    let (mut segment_days, mut raw_days) = (0, 0);
+    let (mut segment_days, mut raw_days, mut rollup_days) = (0, 0, 0);
     for (path, (from, to), filters, ask, steps, limit) in &cases {
         let want = journeys(&reference, *from, *to, filters, ask, *steps);
         assert!(want.total.0 > 0, "{path}: the script counts visits");
@@ -298,7 +301,13 @@ async fn journeys_and_transitions_from_raw_and_segments_equal_a_reference_count(
             assert_eq!(status, 200, "{path}: {v}");
             assert_eq!(counted(&v), want, "{source}: {path}");
             let sources = &v["meta"]["sources"];
-            assert_eq!(sources["rollup"], Value::Null, "{path}: {sources}");
+            // Every transition, unfiltered: the settled days' tables.
+            let rolls_up = matches!(ask, Ask::Transitions(None)) && filters.is_empty();
+            if rolls_up && source != "raw" {
+                rollup_days += sources["rollup"]["days"].as_u64().unwrap_or(0);
+            } else {
+                assert_eq!(sources["rollup"], Value::Null, "{path}: {sources}");
+            }
             if source == "raw" {
                 assert_eq!(sources["segment"], Value::Null, "{sources}");
             } else {
@@ -311,6 +320,54 @@ async fn journeys_and_transitions_from_raw_and_segments_equal_a_reference_count(
         segment_days > 0 && raw_days > 0,
         "{segment_days} {raw_days}"
     );
+    // Two requests by two configurations, each over the settled days.
+    assert!(rollup_days >= 4 * 7, "{rollup_days}");
+
+    // A cut day: rolled up again keeping 3 pairs, fewer than it makes and
+    // than a question keeps a day, its table does not answer; the day is
+    // read from its segments, the other settled days from their tables,
+    // and the answer is still the reference's.
+    let cut_day = date!(2026 - 10 - 25);
+    let (_, before) = get(&query, now, &Config::default(), &key, &cases[5].0).await;
+    let cut_job = JobConfig {
+        days: Some(tally_core::range::DateRange {
+            from: cut_day,
+            to: cut_day,
+        }),
+        transition_rows: 3,
+        ..JobConfig::default()
+    };
+    let report = run(&h.store, now, &cut_job, &|_| {}).await.unwrap();
+    assert!(report.failed.is_empty(), "{report:?}");
+    let tables = h
+        .store
+        .rollup_transitions(SITE, cut_day, cut_day)
+        .await
+        .unwrap();
+    let table = &tables[&cut_day];
+    assert!(
+        table.bound == 3 && table.counts.cut && table.counts.routes.len() == 3,
+        "{table:?}"
+    );
+    let want = journeys(&reference, full.0, full.1, "", &Ask::Transitions(None), 2);
+    let mut from_rollups = 0;
+    for limit in [1000, 5] {
+        let path = format!("transitions?from={a}&to={z}&limit={limit}");
+        let (status, v) = get(&query, now, &Config::default(), &key, &path).await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(counted(&v), expected(&want, limit, true), "cut day: {path}");
+        let sources = &v["meta"]["sources"];
+        let rolled = sources["rollup"]["days"].as_u64().unwrap();
+        assert_eq!(
+            rolled + 1,
+            before["meta"]["sources"]["rollup"]["days"]
+                .as_u64()
+                .unwrap(),
+            "{sources}"
+        );
+        from_rollups += rolled;
+    }
+    assert!(from_rollups > 0);
     // The bounded rows: a small limit sums the rest into `other`.
     let (_, v) = get(&query, now, &raw_only(), &key, &cases[6].0).await;
     assert_eq!(v["results"].as_array().unwrap().len(), 5);

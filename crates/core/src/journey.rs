@@ -81,6 +81,14 @@ pub struct JourneyQuery {
 }
 
 impl JourneyQuery {
+    /// Whether day rollups may answer it: every transition, no page (the
+    /// days' transitions tables, [`DayTable`]). Forward and backward
+    /// routes, and one page's transitions (whose visits counted are the
+    /// visits that viewed the page, not a sum of pairs), read events.
+    pub fn rolls_up(&self) -> bool {
+        matches!(self.direction, Direction::Transitions { page: None })
+    }
+
     /// A question with the documented bounds.
     pub fn new(direction: Direction, steps: usize) -> Self {
         Self {

@@ -11,6 +11,7 @@
 //! | raw event | `SITE#{site}#H#{YYYY-MM-DDTHH}[#{shard}]` | `{mm:ss.mmm}#{eid}` |
 //! | day rollup | `SITE#{site}` | `ROLLUP#DAY#{YYYY-MM-DD}` |
 //! | day dimensions | `SITE#{site}` | `ROLLUP#DIMS#{YYYY-MM-DD}` |
+//! | day transitions table | `SITE#{site}` | `ROLLUP#TRANS#{YYYY-MM-DD}` |
 //! | segment manifest of a UTC day | `SITE#{site}#SEG` | `M#{YYYY-MM-DD}` |
 //! | segment part (id `d-{hash}`, per-day layout: every part written) | `SITE#{site}#SEG#{YYYY-MM-DD}` | `P#{YYYY-MM-DD}#d-{hash}` |
 //! | segment part of the first layout (id `{hash}`: read until it expires, never written) | `SITE#{site}#SEG` | `P#{YYYY-MM-DD}#{hash}` |
@@ -67,6 +68,8 @@ pub const FUNNEL_PREFIX: &str = "FUNNEL#";
 pub const ROLLUP_DAY_PREFIX: &str = "ROLLUP#DAY#";
 /// Sort-key prefix of dimension day rollups under a site.
 pub const ROLLUP_DIMS_PREFIX: &str = "ROLLUP#DIMS#";
+/// Sort-key prefix of day transitions tables under a site.
+pub const ROLLUP_TRANS_PREFIX: &str = "ROLLUP#TRANS#";
 
 /// The longest site id accepted.
 pub const MAX_SITE_ID_LEN: usize = 64;
@@ -223,6 +226,16 @@ pub fn rollup_dims_sk(day: Date) -> String {
 /// Parses [`rollup_dims_sk`].
 pub fn parse_rollup_dims_sk(sk: &str) -> Option<Date> {
     parse_date(sk.strip_prefix(ROLLUP_DIMS_PREFIX)?)
+}
+
+/// `ROLLUP#TRANS#{YYYY-MM-DD}`: a day's transitions table.
+pub fn rollup_trans_sk(day: Date) -> String {
+    format!("{ROLLUP_TRANS_PREFIX}{}", format_date(day))
+}
+
+/// Parses [`rollup_trans_sk`].
+pub fn parse_rollup_trans_sk(sk: &str) -> Option<Date> {
+    parse_date(sk.strip_prefix(ROLLUP_TRANS_PREFIX)?)
 }
 
 /// `SITE#{site}#SEG`: the partition of a site's segment manifests (and of
@@ -760,6 +773,7 @@ mod tests {
             let day = Date::from_julian_day(days + 1_721_426).unwrap();
             prop_assert_eq!(parse_rollup_day_sk(&rollup_day_sk(day)), Some(day));
             prop_assert_eq!(parse_rollup_dims_sk(&rollup_dims_sk(day)), Some(day));
+            prop_assert_eq!(parse_rollup_trans_sk(&rollup_trans_sk(day)), Some(day));
             prop_assert_eq!(parse_salt_sk(&salt_sk(day)), Some(day));
         }
 

@@ -77,7 +77,7 @@ use tally_core::dimension::Dimension;
 use tally_core::filter::Filter;
 use tally_core::funnel::{Mode, Step, StepCounts};
 use tally_core::goal::Matcher;
-use tally_core::journey::{JourneyCounts, JourneyQuery};
+use tally_core::journey::{DayTable, JourneyCounts, JourneyQuery};
 use tally_core::plan::{self, Inputs, Plan, RollupFit, Warning};
 use tally_core::query::fold::{FoldRequest, Folded, Props as FoldProps, Sources};
 use tally_core::range::DateRange;
@@ -172,13 +172,14 @@ impl<'a> Fold<'a> {
         Self { props, ..self }
     }
 
-    /// Whether day rollups can answer it.
+    /// Whether day rollups can answer it (a journey question: only every
+    /// transition, from the days' transitions tables).
     pub fn rollups_answer(&self) -> bool {
         self.filter.is_empty()
             && self.buckets != Buckets::Hours
             && self.within.is_none()
             && self.funnel.is_none()
-            && self.journey.is_none()
+            && self.journey.is_none_or(JourneyQuery::rolls_up)
     }
 }
 
@@ -272,9 +273,13 @@ pub async fn read<S: QueryStore>(
 ) -> Result<Read, ApiError> {
     let site = r.site;
     let config = r.config;
-    let eligible = config.use_rollups && folds.iter().all(Fold::rollups_answer);
-    let settled = plan::settled_days(r.zone, r.range, r.now, config.settle_ms);
     let needs = Needs::of(folds);
+    // Transitions tables and aggregates are different items: a batch
+    // asking both reads events.
+    let eligible = config.use_rollups
+        && folds.iter().all(Fold::rollups_answer)
+        && (needs.transitions.is_none() || !needs.aggregates);
+    let settled = plan::settled_days(r.zone, r.range, r.now, config.settle_ms);
     // Rollups of the whole range: a settled day is answered by its rollup;
     // an unsettled one only when it has no events of its own (an imported
     // day, say yesterday's history from another tool).
@@ -349,11 +354,16 @@ pub async fn read<S: QueryStore>(
         .filter(|d| rolled.get(d).is_some_and(|day| day.imported))
         .copied()
         .collect();
-    let rollups: BTreeMap<Date, Aggregate> = rolled
+    let (rollups, tables): (BTreeMap<Date, Aggregate>, BTreeMap<Date, DayTable>) = rolled
         .into_iter()
         .filter(|(d, _)| rollup_days.contains(d))
-        .map(|(d, day)| (d, day.aggregate))
-        .collect();
+        .map(|(d, day)| ((d, day.aggregate), (d, day.table.unwrap_or_default())))
+        .unzip();
+    let tables = if needs.transitions.is_some() {
+        tables
+    } else {
+        BTreeMap::new()
+    };
     let streamed = Streamed {
         windows: windows.len(),
         events: windows.iter().map(|w| w.outcome.events).sum(),
@@ -362,7 +372,7 @@ pub async fn read<S: QueryStore>(
             .map(|w| w.outcome.most_held)
             .fold(Default::default(), tally_core::stream::max_held),
     };
-    let answers = merge(r, folds, windows, &rollups);
+    let answers = merge(r, folds, windows, &rollups, &tables);
     Ok(Read {
         answers,
         imported,
@@ -416,6 +426,11 @@ struct Needs {
     keys: Vec<String>,
     /// Whether any fold breaks down properties.
     props: bool,
+    /// With a journey question every fold of which day rollups answer
+    /// (every transition): the fewest rows a day its folds keep.
+    transitions: Option<usize>,
+    /// Whether any fold counts more than a journey question.
+    aggregates: bool,
     /// Whether any fold asks Web Vitals figures (histograms the DIMS item
     /// holds, the scalars do not).
     vitals: bool,
@@ -426,9 +441,18 @@ impl Needs {
         let mut dims: Vec<Dimension> = Vec::new();
         let mut keys: Vec<String> = Vec::new();
         let mut props = false;
+        let mut transitions: Option<usize> = None;
+        let mut aggregates = false;
         let mut vitals = false;
         for f in folds {
             vitals |= f.vitals;
+            match f.journey {
+                Some(q) => {
+                    transitions = Some(transitions.map_or(q.day_rows, |n| n.min(q.day_rows)));
+                    aggregates |= !f.dims.is_empty() || f.props != Props::Keys(&[]);
+                }
+                None => aggregates = true,
+            }
             for d in f.dims {
                 if !dims.contains(d) {
                     dims.push(*d);
@@ -450,6 +474,8 @@ impl Needs {
             dims,
             keys,
             props,
+            transitions,
+            aggregates,
             vitals,
         }
     }
@@ -641,6 +667,7 @@ fn merge(
     folds: &[Fold<'_>],
     mut windows: Vec<Window>,
     rollups: &BTreeMap<Date, Aggregate>,
+    tables: &BTreeMap<Date, DayTable>,
 ) -> Vec<Answer> {
     let mut out = Vec::with_capacity(folds.len());
     for (i, fold) in folds.iter().enumerate() {
@@ -686,10 +713,15 @@ fn merge(
                 }
             }
         }
-        if let Some(q) = fold.journey
-            && answer.journey.is_none()
-        {
-            answer.journey = Some(JourneyCounts::empty(q.steps));
+        if let Some(q) = fold.journey {
+            let counts = answer
+                .journey
+                .get_or_insert_with(|| JourneyCounts::empty(q.steps));
+            // The rollup days' transitions tables (they answer exactly:
+            // `read_rollups` marks the others stale).
+            for table in tables.values() {
+                counts.add_table(table, q.day_rows);
+            }
         }
         if let Some(f) = fold.funnel
             && answer.funnel.is_none()
@@ -774,6 +806,8 @@ fn keep_keys(part: &mut scan::Answer<Bucket>, chosen: &[String]) {
 /// A day's rollup as the plan weighs it.
 struct Rolled {
     aggregate: Aggregate,
+    /// Its transitions table, when that is what is asked.
+    table: Option<DayTable>,
     /// It cannot answer this request (other goals, a missing dimension).
     stale: bool,
     /// Imported history.
@@ -789,6 +823,23 @@ async fn read_rollups<S: QueryStore>(
     needs: &Needs,
 ) -> Result<BTreeMap<Date, Rolled>, ApiError> {
     let (from, to) = (r.range.from, r.range.to);
+    if let Some(day_rows) = needs.transitions {
+        // A table cut below the rows a question keeps a day is stale: the
+        // day is read from events while they are kept.
+        let tables = store.rollup_transitions(&r.site.id, from, to).await?;
+        return Ok(tables
+            .into_iter()
+            .map(|(d, table)| {
+                let rolled = Rolled {
+                    aggregate: Aggregate::default(),
+                    stale: !table.answers(day_rows),
+                    table: Some(table),
+                    imported: false,
+                };
+                (d, rolled)
+            })
+            .collect());
+    }
     if needs.dims.is_empty() && !needs.props && !needs.vitals {
         let scalars = store.rollup_scalars(&r.site.id, from, to).await?;
         return Ok(scalars
@@ -803,6 +854,7 @@ async fn read_rollups<S: QueryStore>(
                     d,
                     Rolled {
                         aggregate,
+                        table: None,
                         stale: false,
                         imported,
                     },
@@ -835,6 +887,7 @@ async fn read_rollups<S: QueryStore>(
                 d,
                 Rolled {
                     aggregate: day.aggregate,
+                    table: None,
                     stale,
                     imported,
                 },

@@ -15,6 +15,7 @@ use tally_core::account::{InstanceSettings, Role, Session, User};
 use tally_core::event::Event;
 use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
+use tally_core::journey::DayTable;
 use tally_core::plan::Plan;
 use tally_core::segment::Manifest;
 use tally_core::share::Share;
@@ -114,6 +115,13 @@ pub trait QueryStore: Send + Sync {
         from: Date,
         to: Date,
     ) -> impl Future<Output = Result<BTreeMap<Date, DayDims>, StoreError>> + Send;
+    /// The transitions tables of `[from, to]` (one Query).
+    fn rollup_transitions(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> impl Future<Output = Result<BTreeMap<Date, DayTable>, StoreError>> + Send;
     /// The segment manifests of the UTC days `[from, to]` unexpired at
     /// `now` (one Query).
     fn manifests(
@@ -257,6 +265,15 @@ impl QueryStore for DynamoQuery {
         to: Date,
     ) -> Result<BTreeMap<Date, DayDims>, StoreError> {
         self.store.rollup_dims(site, from, to).await
+    }
+
+    async fn rollup_transitions(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> Result<BTreeMap<Date, DayTable>, StoreError> {
+        self.store.rollup_transitions(site, from, to).await
     }
 
     async fn manifests(

@@ -44,8 +44,8 @@ use tally_core::plan::Plan;
 use tally_core::plan::{self, Inputs, RollupFit};
 use tally_core::range::DateRange;
 use tally_core::rollup::{
-    DEFAULT_TOP_N, DimsCut, ROLL_EVENTS_AT_ONCE, RollupSource, compile_goals, day_batches,
-    goals_fingerprint, roll_answer, scan_spec,
+    DEFAULT_TOP_N, DimsCut, ROLL_EVENTS_AT_ONCE, RollupSource, TRANSITION_ROWS, compile_goals,
+    day_batches, goals_fingerprint, roll_answer, roll_tables, scan_spec, transitions_query,
 };
 use tally_core::scan::Scan;
 use tally_core::site::Site;
@@ -104,6 +104,10 @@ pub struct JobConfig {
     pub fill_days: usize,
     /// Events read and folded at once ([`day_batches`]).
     pub roll_events: u64,
+    /// Pairs a day's transitions table keeps
+    /// ([`tally_core::rollup::TRANSITION_ROWS`]; fewer in tests: a table
+    /// cut below what a question keeps a day does not answer it).
+    pub transition_rows: usize,
 }
 
 impl Default for JobConfig {
@@ -121,6 +125,7 @@ impl Default for JobConfig {
             partition_writes: tally_core::shard::PARTITION_WRITES,
             fill_days: 31,
             roll_events: ROLL_EVENTS_AT_ONCE,
+            transition_rows: TRANSITION_ROWS,
         }
     }
 }
@@ -419,11 +424,15 @@ pub struct Stored {
     /// Its DIMS item was written before its DAY item; else (a DAY item
     /// written before that order) the DIMS item may be missing.
     pub dims: bool,
+    /// It has a transitions table of the current
+    /// [`tally_core::journey::TRANSITIONS_VERSION`].
+    pub transitions: bool,
 }
 
 /// The days of a site the job (re)computes at `now`: the trailing window,
 /// and settled days of the lookback without a rollup (or with stale goals,
-/// or written before the DIMS item came first). Days whose events are gone
+/// written before the DIMS item came first, or without a current
+/// transitions table). Days whose events are gone
 /// are dropped later, by the read plan; of the others, a run rolls up the
 /// trailing window and the newest [`JobConfig::fill_days`] ([`rollup_site`]).
 pub fn days_to_roll(
@@ -448,7 +457,8 @@ pub fn days_to_roll(
                     let due = match existing(d) {
                         None => true,
                         Some(s) => {
-                            s.source == RollupSource::Computed && (!s.goals_current || !s.dims)
+                            s.source == RollupSource::Computed
+                                && (!s.goals_current || !s.dims || !s.transitions)
                         }
                     };
                     if due {
@@ -610,6 +620,7 @@ pub async fn rollup_site(
             source: s.source,
             goals_current: s.goals_fp == fold.fp,
             dims: s.dims,
+            transitions: s.transitions == tally_core::journey::TRANSITIONS_VERSION,
         })
     });
     let mut report = SiteReport::default();
@@ -731,12 +742,15 @@ async fn roll_batch(
         return Ok(());
     }
     let (zone, goals, top_n) = (fold.zone.clone(), fold.goals.clone(), fold.config.top_n);
+    let pairs = fold.config.transition_rows;
     let work = move |mut plan: Plan, feed: &mut Feed| {
         let days = DayIndex::new(&zone, plan.days.keys().copied());
         let filter = tally_core::filter::Filter::default();
+        // The day's aggregate and its transitions table: one scan.
         let mut scan = Scan::new(&zone, scan_spec(&goals, &filter, top_n), |start| {
             days.of(start)
-        });
+        })
+        .follow_days(&transitions_query(pairs));
         let outcome = tally_core::stream::run(&mut plan, &mut scan, feed)?;
         Ok::<_, StreamError>((scan.finish(), outcome, plan))
     };
@@ -756,6 +770,8 @@ async fn roll_batch(
         .copied()
         .collect();
     lost.extend(run.iter().filter(|d| !answered.contains(d)).copied());
+    let mut answer = answer;
+    let tables = roll_tables(&mut answer.journey_days, &answered, pairs);
     let (rolled, props_cut) = roll_answer(answer, &answered);
     let meta = RollupMeta {
         source: RollupSource::Computed,
@@ -763,8 +779,11 @@ async fn roll_batch(
         props_cut,
         computed_at: *now,
     };
-    for (day, agg) in rolled {
-        match store.put_rollup(&site.id, day, &agg, &meta).await {
+    for ((day, agg), (_, table)) in rolled.into_iter().zip(&tables) {
+        match store
+            .put_rollup_with(&site.id, day, &agg, &meta, Some(table))
+            .await
+        {
             Ok(RollupWrite::Written(cut)) => {
                 if cut != DimsCut::None {
                     tracing::warn!(site = %site.id, day = %day, cut = cut.name(), "a day's breakdowns were cut to fit DynamoDB's item limit");
@@ -870,9 +889,11 @@ mod tests {
                 source,
                 goals_current,
                 dims,
+                transitions: true,
             })
         };
         let no_dims = date!(2026 - 11 - 22);
+        let no_table = date!(2026 - 11 - 21);
         let days = days_to_roll(&site, now, &config, &|d| {
             if d == imported {
                 stored(RollupSource::Imported, true, false)
@@ -882,6 +903,11 @@ mod tests {
                 stored(RollupSource::Computed, false, true)
             } else if d == no_dims {
                 stored(RollupSource::Computed, true, false)
+            } else if d == no_table {
+                Some(Stored {
+                    transitions: false,
+                    ..stored(RollupSource::Computed, true, true)?
+                })
             } else {
                 None
             }
@@ -907,6 +933,10 @@ mod tests {
         assert!(
             days.contains(&no_dims),
             "a day written before its DIMS item was is redone"
+        );
+        assert!(
+            days.contains(&no_table),
+            "a day without a current transitions table is redone"
         );
         assert!(
             !days.contains(&date!(2026 - 11 - 30)),

@@ -1,7 +1,9 @@
 //! Day rollups: `SITE#{site}` / `ROLLUP#DAY#{date}` (scalars, plain
 //! attributes) and `ROLLUP#DIMS#{date}` (the whole aggregate, deflated,
 //! cut to fit DynamoDB's item limit by [`encode_dims`]).
-//! A range of days is read with one Query per item kind.
+//! A range of days is read with one Query per item kind. The job also
+//! writes each day's transitions table (`ROLLUP#TRANS#…`,
+//! [`DayTable`], first of the three), read only by `transitions`.
 //!
 //! The DIMS item is written first and the DAY item after it, so a DAY item
 //! says its DIMS item was written ([`DayScalars::dims`]); a DAY item
@@ -18,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tally_core::Millis;
 use tally_core::aggregate::{Aggregate, Metrics};
+use tally_core::journey::{DayTable, TRANSITIONS_VERSION};
 use tally_core::keys;
 use tally_core::rollup::{
     DIMS_VERSION, DYNAMODB_ITEM_BYTES, DimsCut, EncodedDims, RollupSource, decode_dims, encode_dims,
@@ -56,6 +59,11 @@ pub struct DayScalars {
     /// older one, whose DIMS write may have failed).
     #[serde(default)]
     pub dims: bool,
+    /// The [`TRANSITIONS_VERSION`] of the day's transitions table, written
+    /// before this item (0: none; the job rolls such a computed day up
+    /// again).
+    #[serde(default)]
+    pub transitions: u32,
 }
 
 impl DayScalars {
@@ -125,6 +133,43 @@ impl Store {
         agg: &Aggregate,
         meta: &RollupMeta<'_>,
     ) -> Result<RollupWrite, StoreError> {
+        self.put_rollup_with(site, day, agg, meta, None).await
+    }
+
+    /// [`Self::put_rollup`], with the day's transitions table written
+    /// first (one more PutItem, cut to fit by [`DayTable::encode`]; the
+    /// DAY item then names its version).
+    pub async fn put_rollup_with(
+        &self,
+        site: &str,
+        day: Date,
+        agg: &Aggregate,
+        meta: &RollupMeta<'_>,
+        table: Option<&DayTable>,
+    ) -> Result<RollupWrite, StoreError> {
+        if let Some(table) = table {
+            let (bytes, kept) = table.encode();
+            let mut item = key(keys::site_pk(site), keys::rollup_trans_sk(day));
+            item.insert("day".into(), AttributeValue::S(format_date(day)));
+            item.insert("data".into(), AttributeValue::B(Blob::new(bytes)));
+            item.insert(
+                "v".into(),
+                AttributeValue::N(TRANSITIONS_VERSION.to_string()),
+            );
+            item.insert("bound".into(), AttributeValue::N(kept.bound.to_string()));
+            item.insert("cut".into(), AttributeValue::Bool(kept.counts.cut));
+            item.insert(
+                "source".into(),
+                AttributeValue::S(source_name(meta.source).into()),
+            );
+            item.insert(
+                "computed_at".into(),
+                AttributeValue::N(meta.computed_at.to_string()),
+            );
+            if !self.put_unless_imported(item, meta.source).await? {
+                return Ok(RollupWrite::KeptImported);
+            }
+        }
         let RollupMeta {
             source,
             goals_fp,
@@ -158,6 +203,7 @@ impl Store {
             goals_fp: goals_fp.to_owned(),
             computed_at,
             dims: true,
+            transitions: table.map_or(0, |_| TRANSITIONS_VERSION),
         };
         let item = crate::item::with_keys(
             &scalars,
@@ -225,16 +271,17 @@ impl Store {
         to: Date,
     ) -> Result<BTreeMap<Date, DayDims>, StoreError> {
         let items = self
-            .query_items(
-                &keys::site_pk(site),
-                SortKeys::Between(&keys::rollup_dims_sk(from), &keys::rollup_dims_sk(to)),
+            .day_items(
+                site,
+                from,
+                to,
+                keys::rollup_dims_sk,
+                keys::parse_rollup_dims_sk,
             )
             .await?;
         let mut out = BTreeMap::new();
-        for item in items {
+        for (day, item) in items {
             let sk = string(&item, "sk").unwrap_or_default();
-            let day = keys::parse_rollup_dims_sk(sk)
-                .ok_or_else(|| StoreError::Corrupt(format!("rollup key {sk:?}")))?;
             let data = match item.get("data") {
                 Some(AttributeValue::B(b)) => b.as_ref(),
                 _ => return Err(StoreError::Corrupt(format!("{sk}: no data"))),
@@ -263,6 +310,82 @@ impl Store {
             );
         }
         Ok(out)
+    }
+}
+
+impl Store {
+    /// The transitions tables of `[from, to]` (one Query, paginated): a
+    /// table of another [`TRANSITIONS_VERSION`], or damaged (logged), is
+    /// left out, so its day is read from events.
+    pub async fn rollup_transitions(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+    ) -> Result<BTreeMap<Date, DayTable>, StoreError> {
+        let items = self
+            .day_items(
+                site,
+                from,
+                to,
+                keys::rollup_trans_sk,
+                keys::parse_rollup_trans_sk,
+            )
+            .await?;
+        let mut out = BTreeMap::new();
+        for (day, item) in items {
+            if string_n(&item, "v") != Some(TRANSITIONS_VERSION.to_string().as_str()) {
+                continue;
+            }
+            let table = match item.get("data") {
+                Some(AttributeValue::B(b)) => DayTable::decode(b.as_ref()),
+                _ => Err("no data".to_owned()),
+            };
+            match table {
+                Ok(table) => {
+                    out.insert(day, table);
+                }
+                // Its day is read from events, as a table of another version.
+                Err(e) => {
+                    tracing::error!(site, day = %day, error = %e, "transitions table unreadable")
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Store {
+    /// A site's items of one per-day kind over `[from, to]` (one Query,
+    /// paginated), with their days.
+    async fn day_items(
+        &self,
+        site: &str,
+        from: Date,
+        to: Date,
+        sk: fn(Date) -> String,
+        parse: fn(&str) -> Option<Date>,
+    ) -> Result<Vec<(Date, Item)>, StoreError> {
+        let items = self
+            .query_items(&keys::site_pk(site), SortKeys::Between(&sk(from), &sk(to)))
+            .await?;
+        items
+            .into_iter()
+            .map(|item| {
+                let key = string(&item, "sk").unwrap_or_default();
+                let day =
+                    parse(key).ok_or_else(|| StoreError::Corrupt(format!("rollup key {key:?}")))?;
+                Ok((day, item))
+            })
+            .collect()
+    }
+}
+
+/// A number attribute's text.
+fn string_n<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(AttributeValue::N(n)) => Some(n),
+        _ => None,
     }
 }
 

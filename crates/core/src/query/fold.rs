@@ -133,9 +133,10 @@ impl FoldRequest {
     }
 
     /// Whether day rollups may answer settled days: no filter, no hours,
-    /// no window, no funnel, and no page or event rows of Plausible's
-    /// events (rollups hold Tally's). Otherwise every day is folded from
-    /// events.
+    /// no window, no funnel, no journey but every transition (the days'
+    /// transitions tables, [`JourneyQuery::rolls_up`]), and no page or event
+    /// rows of Plausible's events (rollups hold Tally's). Otherwise every
+    /// day is folded from events.
     pub fn rollups_may_answer(&self) -> bool {
         let plausible_rows = self.filter.events == Events::Plausible
             && self
@@ -147,7 +148,7 @@ impl FoldRequest {
             && !plausible_rows
             && self.within.is_none()
             && self.funnel.is_none()
-            && self.journey.is_none()
+            && self.journey.as_ref().is_none_or(JourneyQuery::rolls_up)
     }
 
     /// The bucket of a visit that started at `start`, or `None` to leave
