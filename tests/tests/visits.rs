@@ -224,17 +224,39 @@ async fn walking_pages_with_the_cursor_gives_every_visit_once() {
         let mut walked: Vec<String> = Vec::new();
         let mut cursor = String::new();
         let mut pages = 0;
+        // The day a page ended, when its `next` is that day's boundary.
+        let mut ended: Option<String> = None;
+        let mut boundaries = 0;
         loop {
             let path = format!("visits?from=2026-03-10&to=2026-03-11&limit={size}{cursor}");
             let body = r.api.get(&config, &path).await;
+            if let Some(day) = ended.take() {
+                // The page after a day's last visit does not read that day.
+                let read = body["meta"]["days_read"].as_array().unwrap();
+                assert!(!read.iter().any(|d| d == day.as_str()), "{read:?}");
+            }
             let got = ids(&body);
             assert!(got.len() <= size);
             walked.extend(got);
             pages += 1;
             match body["next"].as_str() {
-                Some(next) => cursor = format!("&cursor={next}"),
+                Some(next) => {
+                    cursor = format!("&cursor={next}");
+                    if !all_ids.iter().any(|id| id == next) {
+                        // Not a visit's id: the boundary of the last row's day.
+                        let last = body["results"].as_array().unwrap().last().unwrap();
+                        ended = Some(last["start"].as_str().unwrap()[..10].to_owned());
+                        boundaries += 1;
+                    }
+                }
                 None => break,
             }
+        }
+        // Two days: a walk ends today once, on today's last visit, when a
+        // page ends there (always with pages of 1).
+        assert!(boundaries <= 1, "page size {size}");
+        if size == 1 {
+            assert_eq!(boundaries, 1);
         }
         assert_eq!(walked, all_ids, "page size {size}");
         assert_eq!(pages, all_ids.len().div_ceil(size), "page size {size}");
@@ -355,8 +377,9 @@ async fn bad_requests_and_other_readers_are_refused() {
 /// day of `TALLY_VISITS_PER_DAY` visits (default 3,000, ~5.5 events each)
 /// compacted into segments, and the open hours raw. A first page of a
 /// two-day range reads today only (its manifests Query, its parts, its raw
-/// hours); the page that crosses into yesterday reads today again (the
-/// cursor's day) and yesterday.
+/// hours); a page below today's last visit's id reads today again (the
+/// cursor's day) and yesterday, while the `next` of a page that ended
+/// today (the day's boundary) reads yesterday only, for the same rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_page_reads_the_newest_day_only() {
     let per_day: u64 = std::env::var("TALLY_VISITS_PER_DAY")
@@ -381,25 +404,21 @@ async fn a_first_page_reads_the_newest_day_only() {
         now,
     };
     let config = Config::default();
-    let cost = |label: &str, ops: std::collections::BTreeMap<String, u64>, ms: u128| {
+    // One request, its requests and read units counted and timed.
+    let measured = async |label: &str, path: &str| {
+        h.counter.reset();
+        let started = std::time::Instant::now();
+        let body = api.get(&config, path).await;
+        let ms = started.elapsed().as_millis();
+        let ops = h.counter.by_operation();
         eprintln!(
             "visits cost: {label}: {} events stored, {ops:?}, {:.1} read units, {ms} ms (debug build)",
             events.len(),
             h.counter.read_units()
         );
-        h.counter.reset();
-        ops
+        (body, ops)
     };
-    h.counter.reset();
-    let started = std::time::Instant::now();
-    let first = api
-        .get(&config, "visits?from=2026-03-10&to=2026-03-11")
-        .await;
-    let ops = cost(
-        "first page",
-        h.counter.by_operation(),
-        started.elapsed().as_millis(),
-    );
+    let (first, ops) = measured("first page", "visits?from=2026-03-10&to=2026-03-11").await;
     assert_eq!(
         first["meta"]["days_read"],
         serde_json::json!(["2026-03-11"])
@@ -409,39 +428,60 @@ async fn a_first_page_reads_the_newest_day_only() {
         ops.get("BatchGetItem").copied().unwrap_or(0) >= 1,
         "{ops:?}"
     );
-    // Continuing with a cursor from the day's last visit.
-    let today = api.get(&config, "visits?limit=200").await;
-    let mut cursor = today["next"].as_str().map(str::to_owned);
-    let mut last = today;
-    while let Some(c) = cursor {
-        last = api
-            .get(&config, &format!("visits?limit=200&cursor={c}"))
-            .await;
-        cursor = last["next"].as_str().map(str::to_owned);
+    // Today's visits, walked to the last two.
+    let mut today_ids: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = match &cursor {
+            Some(c) => {
+                api.get(&config, &format!("visits?limit=200&cursor={c}"))
+                    .await
+            }
+            None => api.get(&config, "visits?limit=200").await,
+        };
+        today_ids.extend(ids(&page));
+        cursor = page["next"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
     }
-    let last_id = last["results"].as_array().unwrap().last().unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    h.counter.reset();
-    let started = std::time::Instant::now();
-    let crossing = api
+    let [second_last, last_id] = &today_ids[today_ids.len() - 2..] else {
+        unreachable!()
+    };
+    // A page of the two days ending at today's last visit: its `next` is
+    // the day's boundary, not that visit's id.
+    let ending = api
         .get(
             &config,
-            &format!("visits?from=2026-03-10&to=2026-03-11&cursor={last_id}"),
+            &format!("visits?from=2026-03-10&to=2026-03-11&limit=1&cursor={second_last}"),
         )
         .await;
-    cost(
-        "the page after today's last",
-        h.counter.by_operation(),
-        started.elapsed().as_millis(),
-    );
-    // The cursor's own day is read again (its visits below the cursor),
-    // then yesterday.
+    assert_eq!(ids(&ending), vec![last_id.clone()]);
+    let next = ending["next"].as_str().unwrap().to_owned();
+    assert_ne!(&next, last_id);
+    // Before: continuing below the last visit's id (what `next` was) reads
+    // today again (its visits below the cursor), then yesterday.
+    let (crossing, _) = measured(
+        "the page below today's last visit's id (today again, then yesterday)",
+        &format!("visits?from=2026-03-10&to=2026-03-11&cursor={last_id}"),
+    )
+    .await;
     assert_eq!(
         crossing["meta"]["days_read"],
         serde_json::json!(["2026-03-11", "2026-03-10"])
     );
+    // After: the boundary reads yesterday only, and lists the same page.
+    let (after, _) = measured(
+        "the page after a page that ended today (next = the day's boundary)",
+        &format!("visits?from=2026-03-10&to=2026-03-11&cursor={next}"),
+    )
+    .await;
+    assert_eq!(
+        after["meta"]["days_read"],
+        serde_json::json!(["2026-03-10"])
+    );
+    assert_eq!(ids(&after), ids(&crossing));
+    assert_eq!(after["next"], crossing["next"]);
     assert!(
         crossing["results"][0]["start"]
             .as_str()

@@ -95,6 +95,18 @@ impl VisitKey {
         format!("{:012x}{:016x}", self.start, self.tag)
     }
 
+    /// The cursor below every visit of `day` and above every visit of the
+    /// days before: the day's first instant with tag 0 (no visit of the
+    /// day is strictly below it). A page that ends its last day's visits
+    /// gives it as `next`, so the next page starts at the day before
+    /// instead of reading this one again ([`ListRequest::days`]).
+    pub fn day_boundary(zone: &Zone, day: Date) -> Self {
+        Self {
+            start: zone.day_start(day),
+            tag: 0,
+        }
+    }
+
     /// An id read back (`None`: not one).
     pub fn parse(text: &str) -> Option<Self> {
         if text.len() != START_DIGITS + TAG_DIGITS
@@ -284,10 +296,23 @@ pub struct ListRequest {
 
 impl ListRequest {
     /// The days to read, newest first: the range's, from the cursor's day
-    /// down when there is a cursor.
+    /// down when there is a cursor (from the day before when the cursor is
+    /// its day's boundary, [`VisitKey::day_boundary`]: none of that day's
+    /// visits is below it).
     pub fn days(&self, zone: &Zone) -> Vec<Date> {
         let last = match self.cursor {
-            Some(c) => zone.local_date(c.start).min(self.range.to),
+            Some(c) => {
+                let day = zone.local_date(c.start);
+                let day = if c == VisitKey::day_boundary(zone, day) {
+                    match day.previous_day() {
+                        Some(d) => d,
+                        None => return Vec::new(),
+                    }
+                } else {
+                    day
+                };
+                day.min(self.range.to)
+            }
             None => self.range.to,
         };
         let mut out: Vec<Date> = self.range.each_day().filter(|d| *d <= last).collect();
@@ -364,6 +389,24 @@ pub fn parse(
         limit,
         cursor,
     })
+}
+
+/// A page's `next` when it read more rows than it shows: `rows` holds the
+/// page's rows and, after them, the first row it does not show, each with
+/// the local day it was read from (newest first). The last shown row's id,
+/// or, when the first row not shown is of an older day (the last shown
+/// row ended its day's visits), that day's boundary
+/// ([`VisitKey::day_boundary`]), so the next page does not read the day
+/// again. `None` when there is no row beyond the page.
+pub fn next_cursor(zone: &Zone, rows: &[(Date, &VisitRow)]) -> Option<String> {
+    match rows {
+        [.., (last_day, last), (beyond_day, _)] => Some(if beyond_day < last_day {
+            VisitKey::day_boundary(zone, *last_day).id()
+        } else {
+            last.id.clone()
+        }),
+        _ => None,
+    }
 }
 
 /// The meta of a list answer.

@@ -6,7 +6,10 @@
 //! for compacted hours, raw partitions for the rest; never rollups, which
 //! hold no visits), streamed into a `visits::Collector` that keeps the
 //! page's newest rows below the cursor; it stops at the first day that
-//! fills the page, so a first page of today reads today only. The range's
+//! fills the page, so a first page of today reads today only; a page that
+//! ends its day's visits gives that day's boundary as `next`
+//! (`visits::next_cursor`), so the page after starts at the day before
+//! instead of reading the day again. The range's
 //! segment manifests are one Query. A journey reads the day its id starts
 //! on. Shared links are refused (403 `not_shared`): a link is public, and
 //! a list of single visits is more than its reports show; keys and
@@ -152,6 +155,8 @@ pub(crate) async fn list<S: QueryStore>(
     };
     let manifests = manifests(store, reader, parsed.range).await?;
     let mut rows: Vec<VisitRow> = Vec::new();
+    // The local day each row was read from.
+    let mut days: Vec<Date> = Vec::new();
     let mut warnings = Vec::new();
     let mut read = Vec::new();
     for day in parsed.days(&reader.zone) {
@@ -169,15 +174,24 @@ pub(crate) async fn list<S: QueryStore>(
             Box::pin(read_day(store, reader, job, &manifests, &mut warnings)).await?
         {
             read.push(day);
+            days.extend(got.iter().map(|_| day));
             rows.extend(got);
         }
         if rows.len() > parsed.limit {
             break;
         }
     }
+    // A page that ends its last day's visits continues at the day before
+    // (not at its last row, which would read that day again).
     let next = if rows.len() > parsed.limit {
+        let edge: Vec<(Date, &VisitRow)> = days[parsed.limit - 1..=parsed.limit]
+            .iter()
+            .copied()
+            .zip(&rows[parsed.limit - 1..=parsed.limit])
+            .collect();
+        let next = visits::next_cursor(&reader.zone, &edge);
         rows.truncate(parsed.limit);
-        rows.last().map(|r| r.id.clone())
+        next
     } else {
         None
     };

@@ -240,3 +240,47 @@ fn the_list_takes_its_documented_parameters_and_refuses_the_rest() {
     let r = parse_of(&[("cursor", &key.id())]).unwrap();
     assert_eq!(r.cursor, Some(key));
 }
+
+#[test]
+fn a_page_that_ends_its_day_continues_at_the_day_before() {
+    let zone = Zone::parse("Europe/Berlin").unwrap();
+    let d1 = time::macros::date!(2026 - 03 - 28);
+    let d2 = time::macros::date!(2026 - 03 - 29); // 23 hours (DST)
+    let request = |cursor| ListRequest {
+        period: "custom".into(),
+        range: DateRange { from: d1, to: d2 },
+        filter: Filter::default(),
+        limit: 1,
+        cursor,
+    };
+    let boundary = VisitKey::day_boundary(&zone, d2);
+    assert_eq!(zone.local_date(boundary.start), d2);
+    // The boundary reads the days before its own; a visit's id reads its day.
+    assert_eq!(request(Some(boundary)).days(&zone), vec![d1]);
+    let visit = VisitKey {
+        start: boundary.start,
+        tag: 1,
+    };
+    assert_eq!(request(Some(visit)).days(&zone), vec![d2, d1]);
+    assert_eq!(
+        request(Some(VisitKey::day_boundary(&zone, d1))).days(&zone),
+        Vec::<Date>::new()
+    );
+    // Every visit of the day before is below the boundary; none of its day.
+    assert!(zone.day_start(d2) - 1 < boundary.start);
+    let rows = expected(&day_events());
+    let (a, b) = (&rows[0], &rows[1]);
+    assert_eq!(
+        next_cursor(&zone, &[(d2, a), (d2, b)]),
+        Some(a.id.clone()),
+        "a page ending inside a day continues below its last row"
+    );
+    assert_eq!(
+        next_cursor(&zone, &[(d2, a), (d1, b)]),
+        Some(boundary.id()),
+        "a page ending its day continues at the day before"
+    );
+    assert_eq!(next_cursor(&zone, &[(d2, a)]), None);
+    let back = VisitKey::parse(&boundary.id()).unwrap();
+    assert_eq!(back, boundary);
+}
