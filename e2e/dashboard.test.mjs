@@ -310,15 +310,19 @@ async function main() {
     assert.ok(apiRequests.length >= 2, `${apiRequests.length} API requests`);
     for (const r of apiRequests) assert.equal(r.headers().authorization, `Bearer ${key}`, r.url());
   });
+  await check('dashboard: the 30-day view lists no visits (the list spans at most 7 days) and asks for none', async () => {
+    assert.deepEqual(apiRequests.filter(r => new URL(r.url()).pathname.endsWith('/visits')).map(r => r.url()), []);
+    assert.match(await dash.textContent('[data-testid="visits-error"]'), /at most 7 days/);
+  });
   await check('dashboard: "Today" puts period=today in the URL and loads the view with one request', async () => {
     const before = apiRequests.length;
     await dash.selectOption('#period', 'today');
     await dash.waitForURL(/[?&]period=today\b/);
     await waitIdle(dash);
     const views = apiRequests.slice(before).map(r => new URL(r.url())).filter(u => !u.pathname.endsWith('/realtime'));
-    assert.deepEqual(views.map(u => u.pathname).sort(), ['/api/sites/demo/dashboard', '/api/sites/demo/funnels/demo-signup'],
-      'one dashboard request per view, and the funnel (it reads events)');
-    assert.equal(views[0].searchParams.get('period'), 'today');
+    assert.deepEqual(views.map(u => u.pathname).sort(), ['/api/sites/demo/dashboard', '/api/sites/demo/funnels/demo-signup', '/api/sites/demo/visits'],
+      'one dashboard request per view, and the funnel and the visits list (they read events)');
+    for (const u of views) assert.equal(u.searchParams.get('period'), 'today', u.href);
     // Switching a panel's tab uses the rows already loaded.
     const beforeTab = apiRequests.length;
     await dash.click('[data-testid="tab-browser"]');
