@@ -299,6 +299,7 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
     let t = template();
     let ingest_routes = [
         "GET /script.js",
+        "GET /vitals.js",
         "POST /collect",
         "OPTIONS /collect",
         "POST /api/event",

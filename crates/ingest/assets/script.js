@@ -2,7 +2,7 @@
 (function(){'use strict';
 var w=window,d=document,n=navigator,L=location,H=history,P=w.tally;
 if(P&&P._l)return;
-var on=0,ok=0,pd=[],S,api,tz='',sd='',pa,hr,rf=d.referrer,ac=0,t0=0,mx=0,st=0,th,T,hs,lv;
+var on=0,ok=0,pd=[],S,api,tz='',sd='',pa,hr,rf=d.referrer,ac=0,t0=0,mx=0,st=0,th,T,hs,lv,sv;
 function F(f){return function(){try{return f.apply(this,arguments)}catch(e){}}}
 function O(t,e,f,c){t.addEventListener(e,F(f),c)}
 function R(){for(var x='';x.length<12;)x+=Math.random().toString(36).slice(2);return x.slice(0,12)}
@@ -25,9 +25,9 @@ try{y=n.sendBeacon(U,new Blob([b],{type:'text/plain'}))}catch(e){}
 if(!y){x=new XMLHttpRequest();x.open('POST',U);x.setRequestHeader('Content-Type','text/plain');x.send(b)}}catch(e){}}
 function I(){if(t0){var x=Date.now();ac+=x-t0;t0=x}}
 function C(){var h=d.documentElement.scrollHeight,v=w.innerHeight;mx=Math.max(mx,h>v?Math.min(100,Math.round((w.pageYOffset+v)/h*100)):100)}
-function X(l){I();C();if(l?!lv:!st||ac>=1e3){st=1;lv=lv||l;G(l?'leave':'engagement',{timeOnPage:Math.round(ac/1e3),scrollDepth:mx},hr);ac=0}}
+function X(l){I();C();if(l?!lv:!st||ac>=1e3){st=1;lv=lv||l;var p={timeOnPage:Math.round(ac/1e3),scrollDepth:mx},g=w.tallyVitals,m,k;if(g&&!sv){m=g();for(k in m)p[k]=m[k]}G(l?'leave':'engagement',p,hr);ac=0}}
 function J(){return L.pathname+L.search+(hs?L.hash:'')}
-function V(f){if(ok&&(J()!=pa||f)){X();rf=hr;W()}}
+function V(f){if(ok&&(J()!=pa||f)){X();sv=1;rf=hr;W()}}
 function W(){pa=J();hr=L.href;ac=mx=st=0;C();B('pageview',{})}
 function Z(){if(ok)return;ok=1;t0=d.hidden?0:Date.now();W();
 function Y(m){var o=H[m];if(o)H[m]=function(){var r=o.apply(this,arguments);try{V()}catch(e){}return r}}

@@ -34,6 +34,12 @@
  *        engagement {timeOnPage: integer seconds, scrollDepth: integer 0..100}
  *        leave      the same as engagement: the beacon sent when the tab is
  *                   hidden or the page unloads (live view)
+ *                   With the opt-in Web Vitals module (vitals.js, which
+ *                   defines window.tallyVitals), the engagement and leave
+ *                   beacons of the document's first page view also carry
+ *                   what it returns: {lcp, inp, fcp, ttfb: ms, cls}; later
+ *                   (SPA) page views carry none (the metrics belong to the
+ *                   document's load).
  *        show       {}: the tab is shown again after a leave (live view)
  *        click      {url: string, kind: "outbound" | "download"}
  *   u    page URL (location.href; for "engagement", "leave" and "show" the URL
@@ -188,6 +194,7 @@
   // and whether this page view already sent its beacon.
   var act = 0, t0 = 0, max = 0, sent = 0, thr;
   var left;                         // a leave was sent and no show since
+  var soft;                         // an SPA page view happened (no vitals)
 
   function tick() {                 // add the visible time since t0
     if (t0) { var x = Date.now(); act += x - t0; t0 = x; }
@@ -206,8 +213,9 @@
     if (hide ? !left : !sent || act >= 1e3) {
       sent = 1;
       left = left || hide;
-      go(hide ? 'leave' : 'engagement',
-        { timeOnPage: Math.round(act / 1e3), scrollDepth: max }, href);
+      var p = { timeOnPage: Math.round(act / 1e3), scrollDepth: max }, g = w.tallyVitals, m, k;
+      if (g && !soft) { m = g(); for (k in m) p[k] = m[k]; }   // Web Vitals, opt-in
+      go(hide ? 'leave' : 'engagement', p, href);
       act = 0;
     }
   }
@@ -218,6 +226,7 @@
     var p = L.pathname + L.search + (hashRouting ? L.hash : '');
     if (!ready || (p == path && !force)) return;
     flush();                        // previous page's engagement first
+    soft = 1;                       // vitals belong to the first page view
     ref = href;                     // SPA referrer = previous page view
     view();
   }

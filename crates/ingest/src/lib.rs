@@ -44,6 +44,7 @@ pub async fn handle<S: IngestStore, C: Clock>(
     let path = request.uri().path().trim_end_matches('/').to_owned();
     let response = match (method.as_str(), path.as_str()) {
         ("GET" | "HEAD", "/script.js") => script::serve(&request),
+        ("GET" | "HEAD", "/vitals.js") => script::serve_vitals(&request),
         ("GET" | "HEAD", p) if script::is_plausible_script(p) => script::serve_plausible(&request),
         ("POST", "/collect") => collect::collect(store, clock, config, &request).await,
         ("POST", "/api/event") => events_api::event(store, clock, config, &request).await,
@@ -52,7 +53,7 @@ pub async fn handle<S: IngestStore, C: Clock>(
             200,
             &serde_json::json!({"status": "ok", "service": "ingest", "counters": config.counters.snapshot()}),
         ),
-        (_, "/collect" | "/api/event" | "/script.js" | "/health") => error(
+        (_, "/collect" | "/api/event" | "/script.js" | "/vitals.js" | "/health") => error(
             405,
             "method_not_allowed",
             "method not allowed on this route",

@@ -2,7 +2,9 @@
 //! ETag (a hash of their bytes) and a one-hour shared cache lifetime:
 //! Tally's own (`/script.js`) and its Plausible-compatible mode
 //! (`/js/script.js`, `/js/script.<extensions>.js`, `/js/plausible.js`),
-//! which reads its extensions from its own file name.
+//! which reads its extensions from its own file name, and the opt-in Web
+//! Vitals module (`/vitals.js`) whose values Tally's tracker adds to its
+//! leave beacon.
 
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use lambda_http::http::{HeaderValue, StatusCode};
@@ -13,6 +15,10 @@ use std::sync::OnceLock;
 pub const SCRIPT: &str = include_str!("../assets/script.js");
 /// The tracker in its Plausible-compatible mode, as served.
 pub const PLAUSIBLE_SCRIPT: &str = include_str!("../assets/plausible.js");
+
+/// The opt-in Web Vitals module as served (`assets/vitals.src.js` is its
+/// commented copy).
+pub const VITALS_SCRIPT: &str = include_str!("../assets/vitals.js");
 
 /// The tracker's ETag: a quoted prefix of its SHA-256.
 pub fn etag() -> &'static str {
@@ -29,6 +35,12 @@ pub fn plausible_etag() -> &'static str {
 fn tag_of(script: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, script.as_bytes());
     format!("\"{}\"", &tally_core::hex::encode(digest.as_ref())[..20])
+}
+
+/// The Web Vitals module's ETag.
+pub fn vitals_etag() -> &'static str {
+    static ETAG_VALUE: OnceLock<String> = OnceLock::new();
+    ETAG_VALUE.get_or_init(|| tag_of(VITALS_SCRIPT))
 }
 
 /// Whether a path under `/js/` names a Plausible script this serves:
@@ -57,6 +69,11 @@ pub fn is_plausible_script(path: &str) -> bool {
 /// Serves Tally's tracker, or 304 when the client's copy is current.
 pub fn serve(request: &Request) -> Response<Body> {
     serve_script(request, SCRIPT, etag())
+}
+
+/// Serves the Web Vitals module.
+pub fn serve_vitals(request: &Request) -> Response<Body> {
+    serve_script(request, VITALS_SCRIPT, vitals_etag())
 }
 
 /// Serves the Plausible-compatible tracker.

@@ -11,7 +11,9 @@ use tally_core::event::Event;
 use tally_core::keys::EventKey;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
 use tally_core::site::Site;
-use tally_ingest::script::{PLAUSIBLE_SCRIPT, SCRIPT, etag, plausible_etag};
+use tally_ingest::script::{
+    PLAUSIBLE_SCRIPT, SCRIPT, VITALS_SCRIPT, etag, plausible_etag, vitals_etag,
+};
 use tally_ingest::store::IngestStore;
 use tally_ingest::{Config, handle};
 use tally_store::StoreError;
@@ -116,6 +118,41 @@ async fn serves_the_tracker_with_an_etag_and_answers_304() {
     assert_eq!(cached.status(), 304);
     let body: &[u8] = cached.body();
     assert!(body.is_empty());
+}
+
+#[tokio::test]
+async fn serves_the_vitals_module_with_its_own_etag_and_answers_304() {
+    let response = call(request("GET", "/vitals.js", &[], "")).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["etag"], vitals_etag());
+    assert_ne!(vitals_etag(), etag());
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/javascript; charset=utf-8"
+    );
+    let body: &[u8] = response.body();
+    assert_eq!(body, VITALS_SCRIPT.as_bytes());
+    let cached = call(request(
+        "GET",
+        "/vitals.js",
+        &[("if-none-match", vitals_etag())],
+        "",
+    ))
+    .await;
+    assert_eq!(cached.status(), 304);
+    let post = call(request("POST", "/vitals.js", &[], "")).await;
+    assert_eq!(post.status(), 405);
+}
+
+#[test]
+fn the_vitals_module_fits_its_one_and_a_quarter_kilobyte_gzip_budget() {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(VITALS_SCRIPT.as_bytes()).unwrap();
+    let size = gz.finish().unwrap().len();
+    assert!(
+        size <= 1280,
+        "{size} bytes gzipped, over the 1.25 KB budget"
+    );
 }
 
 #[test]
