@@ -14,7 +14,19 @@
 //! /usr/bin/time -v target/perf/examples/scan_day batch /tmp/day.seg
 //! ```
 //!
-//! A filter (default `country==DE`) may follow the file.
+//! A filter (default `country==DE`) may follow the file of `scan` and
+//! `batch`. The 30-day journeys and transitions read (BENCHMARKS.md):
+//!
+//! ```text
+//! target/perf/examples/scan_day write /tmp/month.seg 30
+//! /usr/bin/time -v target/perf/examples/scan_day journeys /tmp/month.seg /
+//! /usr/bin/time -v target/perf/examples/scan_day transitions /tmp/month.seg
+//! /usr/bin/time -v target/perf/examples/scan_day tables /tmp/month.seg
+//! ```
+//!
+//! (`journeys PATH [ENTRY]`: forward 20 steps from ENTRY, `/` by default;
+//! `tables`: each day's transitions table as the job stores it, and its
+//! size.)
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
@@ -25,7 +37,8 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::time::Instant;
 use tally_core::aggregate::fold;
 use tally_core::filter::Filter;
-use tally_core::journey::{Direction, JourneyQuery, MAX_STEPS};
+use tally_core::journey::{DayTable, Direction, JourneyQuery, MAX_STEPS};
+use tally_core::rollup::{TRANSITION_ROWS, transitions_query};
 use tally_core::scan::Scan;
 use tally_core::segment::{blocks_of, decode_part, pack};
 use tally_core::session::sessions;
@@ -48,7 +61,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (step, path) = (args[1].as_str(), args[2].as_str());
     let filter = match step {
-        "write" => Filter::default(),
+        // `journeys`' third argument is its entry page; the journey steps
+        // and `tables` are unfiltered.
+        "write" | "journeys" | "transitions" | "tables" => Filter::default(),
         _ => Filter::parse(args.get(3).map_or("country==DE", String::as_str)).unwrap(),
     };
     let everything = Filter::default();
@@ -73,7 +88,7 @@ fn main() {
             }
             println!("{events} events over {days} days, {bytes} bytes of parts");
         }
-        "scan" | "rollup" | "journeys" | "transitions" => {
+        "scan" | "rollup" | "journeys" | "transitions" | "tables" => {
             let spec = match step {
                 "scan" => day::stats(&filter),
                 "rollup" => day::rollup(&everything),
@@ -91,6 +106,11 @@ fn main() {
             let mut s = Scan::new(&zone, spec, |start| Some(zone.local_date(start)));
             if let Some(q) = &journey {
                 s = s.follow(q);
+            }
+            // `tables PATH`: each day's transitions table, as the job
+            // writes it into the day's rollup.
+            if step == "tables" {
+                s = s.follow_days(&transitions_query(TRANSITION_ROWS));
             }
             let (mut events, mut held, mut last) = (0u64, 0, None::<Millis>);
             let (mut decode, mut kernel) = (0.0, 0.0);
@@ -117,6 +137,29 @@ fn main() {
                 println!("{day}: {:?}", agg.totals);
             }
             println!("{} days answered", answer.aggregates.len());
+            let mut stored = 0;
+            for (day, counts) in &answer.journey_days {
+                let table = DayTable {
+                    bound: TRANSITION_ROWS,
+                    counts: counts.clone(),
+                };
+                let (bytes, kept) = table.encode();
+                stored += bytes.len();
+                println!(
+                    "{day}: table of {} pairs ({} bytes stored, answers: {}), {} visits, other {} visits",
+                    kept.counts.routes.len(),
+                    bytes.len(),
+                    kept.answers(tally_core::journey::DAY_ROWS),
+                    kept.counts.total.visits,
+                    kept.counts.other.visits
+                );
+            }
+            if !answer.journey_days.is_empty() {
+                println!(
+                    "{} tables, {stored} bytes stored in all",
+                    answer.journey_days.len()
+                );
+            }
             if let Some(j) = &answer.journey {
                 println!(
                     "journey: {} visits, {} rows kept, other {} visits, cut {}",
