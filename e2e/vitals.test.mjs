@@ -226,6 +226,42 @@ async function main() {
     }
   });
 
+  await check('the dashboard\'s Web Vitals card shows the API\'s p75s, rating bars and per-page rows, and a tab', async () => {
+    const body = await api('vitals?period=today');
+    const dashCtx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 1000 } });
+    dashCtx.setDefaultTimeout(TIMEOUT);
+    const dash = await dashCtx.newPage();
+    const dashErrors = [];
+    dash.on('pageerror', e => dashErrors.push(String(e)));
+    // (The sign-in probe before the key is entered answers 401.)
+    dash.on('console', m => { if (m.type() === 'error' && !/status of 401/.test(m.text())) dashErrors.push(m.text()); });
+    await dash.goto(`${http}/?period=today`);
+    await dash.fill('[data-testid="key-input"]', key);
+    await dash.click('[data-testid="key-submit"]');
+    await dash.waitForSelector('#vitals-card[aria-busy="false"] [data-testid="vitals-row"]');
+    for (const m of ['lcp', 'inp', 'cls', 'fcp', 'ttfb']) {
+      const tile = dash.locator(`[data-testid="vital-${m}"]`);
+      assert.equal(Number(await tile.getAttribute('data-p75')), body.totals[m].p75, `${m} p75`);
+      assert.equal(Number(await tile.getAttribute('data-count')), body.totals[m].count, `${m} count`);
+      for (const k of ['good', 'needs_improvement', 'poor']) {
+        const share = Number(await dash.getAttribute(`[data-testid="vital-${m}-${k}"]`, 'data-share'));
+        assert.equal(share, body.totals[m][k] || 0, `${m} ${k}`);
+      }
+    }
+    // The lab page's INP (~300 ms) needs improvement; its CLS is good.
+    assert.equal(await dash.getAttribute('[data-testid="vital-inp"]', 'data-rating'), 'needs_improvement');
+    const pages = await dash.$$eval('[data-testid="vitals-row"]', rs => rs.map(r => r.dataset.value).sort());
+    assert.deepEqual(pages, ['/demo/ts-lab', '/demo/vitals-lab']);
+    await dash.click('[data-testid="vitals-tab-browser"]');
+    await dash.waitForSelector('[data-testid="vitals-tab-browser"][aria-selected="true"]');
+    await eventually(async () => {
+      const values = await dash.$$eval('[data-testid="vitals-row"]', rs => rs.map(r => r.dataset.value));
+      assert.deepEqual(values, ['Chrome']);
+    });
+    assert.deepEqual(dashErrors, []);
+    await dashCtx.close();
+  });
+
   await check('writes: the lab page view and its leave, the ts page view and one per vitals beacon (ingest counters)', async () => {
     const c = await eventually(async () => {
       const x = await counters();
