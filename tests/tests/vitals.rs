@@ -7,7 +7,8 @@
 //! `vitals` report answers them from raw events, from segments (a filter)
 //! and from rollups cut to their top pages plus `(other)`, percentiles
 //! within the histogram's 2.5 %, shares exactly; days rolled up before
-//! vitals are read from segments instead of answering as empty.
+//! vitals are read from segments instead of answering as empty. The Stats
+//! API v2's extension metrics (`lcp_p75`, …) answer the same percentiles.
 
 #![allow(clippy::unwrap_used)]
 
@@ -129,6 +130,19 @@ fn share(values: &[u32], m: Vital, r: Rating) -> f64 {
     (n as f64 * 1000.0 / values.len() as f64).round() / 10.0
 }
 
+/// Checks a reported percentile `q` of metric `m` against the reference
+/// values: within the bucket's 2.5 %, and the rounding to whole ms (CLS to
+/// 3 decimals).
+fn near(got: &Value, values: &[u32], m: Vital, q: f64, what: &str) {
+    let want = exact(values, q) / m.scale();
+    let got = got.as_f64().unwrap();
+    let rounding = if m == Vital::Cls { 0.0005 } else { 0.5 };
+    assert!(
+        (got - want).abs() <= RELATIVE_ERROR * want + rounding,
+        "{what} {m:?}: {got} vs exact {want}"
+    );
+}
+
 /// Checks one row's figures against the reference values.
 fn check(row: &Value, expected: &BTreeMap<Vital, Vec<u32>>, what: &str) {
     for m in ALL {
@@ -140,15 +154,7 @@ fn check(row: &Value, expected: &BTreeMap<Vital, Vec<u32>>, what: &str) {
         };
         assert_eq!(f["count"], values.len(), "{what} {m:?}");
         for (q, name) in [(0.5, "p50"), (0.75, "p75"), (0.9, "p90")] {
-            let want = exact(values, q) / m.scale();
-            let got = f[name].as_f64().unwrap();
-            // The bucket's 2.5 %, and the rounding to whole ms (CLS to
-            // 3 decimals).
-            let rounding = if m == Vital::Cls { 0.0005 } else { 0.5 };
-            assert!(
-                (got - want).abs() <= RELATIVE_ERROR * want + rounding,
-                "{what} {m:?} {name}: {got} vs exact {want}"
-            );
+            near(&f[name], values, m, q, &format!("{what} {name}"));
         }
         for (r, name) in [
             (Rating::Good, "good"),
@@ -262,6 +268,37 @@ async fn vitals_percentiles_and_shares_equal_a_reference_count_from_every_source
     assert_eq!(shown.len(), by_page.len());
     for (page, expected) in &by_page {
         check(&shown[page], expected, &format!("raw {page}"));
+    }
+
+    // The Stats API v2 with Tally's extension metrics: each page's
+    // percentiles, null where the page has no sample.
+    let names = ["lcp_p75", "inp_p90", "cls_p50", "fcp_p75", "ttfb_p50"];
+    let listed: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let query: Value = serde_json::from_str(&format!(
+        r#"{{"metrics":["pageviews",{}],"date_range":["2026-11-20","2026-11-21"],"dimensions":["event:page"]}}"#,
+        listed.join(",")
+    ))
+    .unwrap();
+    let v2 = api.v2(&raw, query).await;
+    assert_eq!(v2["query"]["metrics"][1], "lcp_p75", "{}", v2["query"]);
+    let results = v2["results"].as_array().unwrap();
+    assert_eq!(results.len(), by_page.len(), "{v2}");
+    for r in results {
+        let page = r["dimensions"][0].as_str().unwrap();
+        for (i, name) in names.iter().enumerate() {
+            let (metric, stat) = name.split_once('_').unwrap();
+            let m = ALL.into_iter().find(|v| v.name() == metric).unwrap();
+            let q = [("p50", 0.5), ("p75", 0.75), ("p90", 0.9)]
+                .into_iter()
+                .find(|(s, _)| *s == stat)
+                .unwrap()
+                .1;
+            let got = &r["metrics"][i + 1];
+            match by_page[page].get(&m) {
+                Some(values) => near(got, values, m, q, &format!("v2 {page} {name}")),
+                None => assert_eq!(*got, Value::Null, "v2 {page} {name}"),
+            }
+        }
     }
 
     // Segments, with a filter: Firefox's page views by country.

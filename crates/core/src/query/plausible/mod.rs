@@ -18,9 +18,10 @@ pub mod v1;
 pub mod v2;
 
 use crate::dimension::{Dimension, Level, prop_key};
-use crate::query::metric::Metric;
+use crate::query::metric::{Metric, VitalStat};
 use crate::query::{ParseError, QueryDimension};
 use crate::range::Interval;
+use crate::vitals::Vital;
 use crate::zone::Zone;
 use crate::{HOUR_MS, MINUTE_MS, Millis};
 use serde::Serialize;
@@ -43,14 +44,45 @@ pub const METRICS: [(&str, Metric); 14] = [
     ("average_revenue", Metric::AverageRevenue),
 ];
 
-/// The metric of a Plausible name.
+/// Tally's own metrics in the Stats API v2 (not Plausible's): a Web
+/// Vitals percentile of the rows' page views, `<metric>_<p50|p75|p90>`
+/// (ms; CLS as the score), within the histogram's 2.5 %
+/// ([`crate::vitals::RELATIVE_ERROR`]); null on a row without samples.
+pub const VITAL_METRICS: [(&str, Metric); 15] = [
+    ("lcp_p50", Metric::Vital(Vital::Lcp, VitalStat::P50)),
+    ("lcp_p75", Metric::Vital(Vital::Lcp, VitalStat::P75)),
+    ("lcp_p90", Metric::Vital(Vital::Lcp, VitalStat::P90)),
+    ("inp_p50", Metric::Vital(Vital::Inp, VitalStat::P50)),
+    ("inp_p75", Metric::Vital(Vital::Inp, VitalStat::P75)),
+    ("inp_p90", Metric::Vital(Vital::Inp, VitalStat::P90)),
+    ("cls_p50", Metric::Vital(Vital::Cls, VitalStat::P50)),
+    ("cls_p75", Metric::Vital(Vital::Cls, VitalStat::P75)),
+    ("cls_p90", Metric::Vital(Vital::Cls, VitalStat::P90)),
+    ("fcp_p50", Metric::Vital(Vital::Fcp, VitalStat::P50)),
+    ("fcp_p75", Metric::Vital(Vital::Fcp, VitalStat::P75)),
+    ("fcp_p90", Metric::Vital(Vital::Fcp, VitalStat::P90)),
+    ("ttfb_p50", Metric::Vital(Vital::Ttfb, VitalStat::P50)),
+    ("ttfb_p75", Metric::Vital(Vital::Ttfb, VitalStat::P75)),
+    ("ttfb_p90", Metric::Vital(Vital::Ttfb, VitalStat::P90)),
+];
+
+/// The metric of a Stats API name (Plausible's, or Tally's
+/// [`VITAL_METRICS`]).
 pub fn metric(name: &str) -> Option<Metric> {
-    METRICS.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+    METRICS
+        .iter()
+        .chain(&VITAL_METRICS)
+        .find(|(n, _)| *n == name)
+        .map(|(_, m)| *m)
 }
 
-/// Plausible's name of a metric (empty for one Plausible does not answer).
+/// The Stats API's name of a metric (empty for one it does not answer).
 pub fn metric_name(m: Metric) -> &'static str {
-    METRICS.iter().find(|(_, x)| *x == m).map_or("", |(n, _)| n)
+    METRICS
+        .iter()
+        .chain(&VITAL_METRICS)
+        .find(|(_, x)| *x == m)
+        .map_or("", |(n, _)| n)
 }
 
 /// What `include` asks for.

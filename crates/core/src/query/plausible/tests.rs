@@ -2,10 +2,18 @@ use super::*;
 
 #[test]
 fn names_map_onto_the_one_vocabulary_both_ways() {
-    for (name, m) in METRICS {
+    for (name, m) in METRICS.into_iter().chain(VITAL_METRICS) {
         assert_eq!(metric(name), Some(m));
         assert_eq!(metric_name(m), name);
     }
+    assert_eq!(
+        metric("cls_p75"),
+        Some(Metric::Vital(
+            crate::vitals::Vital::Cls,
+            crate::query::metric::VitalStat::P75
+        ))
+    );
+    assert_eq!(metric("lcp_good"), None, "percentiles only");
     assert_eq!(metric("events"), Some(Metric::Events), "views and events");
     assert_eq!(metric("revenue"), None);
     assert_eq!(metric_name(Metric::CustomEvents), "");
