@@ -27,6 +27,13 @@
 //! (`journeys PATH [ENTRY]`: forward 20 steps from ENTRY, `/` by default;
 //! `tables`: each day's transitions table as the job stores it, and its
 //! size.)
+//!
+//! The segment bytes Web Vitals add (BENCHMARKS.md): one day packed
+//! without, then with vitals on every engagement beacon (PATH unused):
+//!
+//! ```text
+//! target/perf/examples/scan_day vitals -
+//! ```
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
@@ -36,12 +43,14 @@ mod day;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::time::Instant;
 use tally_core::aggregate::fold;
+use tally_core::event::Kind;
 use tally_core::filter::Filter;
 use tally_core::journey::{DayTable, Direction, JourneyQuery, MAX_STEPS};
 use tally_core::rollup::{TRANSITION_ROWS, transitions_query};
 use tally_core::scan::Scan;
-use tally_core::segment::{blocks_of, decode_part, pack};
+use tally_core::segment::{blocks_of, decode_part, encode_hour, pack};
 use tally_core::session::sessions;
+use tally_core::vitals::Vitals;
 use tally_core::zone::Zone;
 use tally_core::{DAY_MS, Millis};
 
@@ -193,6 +202,46 @@ fn main() {
                 println!("{day}: {:?}", agg.totals);
             }
             println!("{} events decoded and folded in {secs:.3} s", events.len());
+        }
+        "vitals" => {
+            let traffic = day::Day::new(day::DAY, 1_100_000, 7);
+            let (mut plain, mut with, mut carrying) = (Vec::new(), Vec::new(), 0);
+            for h in traffic.hours() {
+                let mut events = traffic.events(h);
+                plain.push(encode_hour(h, &events));
+                for (i, e) in events.iter_mut().enumerate() {
+                    if e.kind != Kind::Engagement {
+                        continue;
+                    }
+                    // Spread values (less compressible than real ones,
+                    // which cluster): LCP, FCP, TTFB, CLS always, INP on
+                    // 7 of 10.
+                    let x = (e.ts as u64 ^ i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    let at = |shift: u32, n: u64| ((x >> shift) % n) as u32;
+                    e.vitals = Some(Vitals {
+                        lcp: Some(800 + at(4, 4_000)),
+                        inp: (at(16, 10) < 7).then(|| 40 + at(20, 600)),
+                        cls: Some(at(28, 300)),
+                        fcp: Some(300 + at(36, 2_500)),
+                        ttfb: Some(50 + at(48, 1_200)),
+                        fid: None,
+                    });
+                    carrying += 1;
+                }
+                with.push(encode_hour(h, &events));
+            }
+            let size = |hours: &[_]| -> usize {
+                pack(day::DAY, hours).iter().map(|p| p.bytes.len()).sum()
+            };
+            let (a, b, n) = (size(&plain), size(&with), traffic.len());
+            println!(
+                "{n} events ({carrying} with vitals): {a} bytes without ({:.2} B/event), {b} with ({:.2} B/event): +{} bytes, {:.2} B per event, {:.2} B per vitals beacon",
+                a as f64 / n as f64,
+                b as f64 / n as f64,
+                b - a,
+                (b - a) as f64 / n as f64,
+                (b - a) as f64 / carrying as f64
+            );
         }
         other => println!("unknown step {other}: write, scan, rollup or batch"),
     }
