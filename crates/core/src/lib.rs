@@ -60,6 +60,7 @@ pub mod plan;
 pub mod plausible;
 pub mod query;
 pub mod range;
+pub mod report_mail;
 pub mod retention;
 pub mod rollup;
 pub mod salt;
