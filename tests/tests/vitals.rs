@@ -189,6 +189,8 @@ async fn vitals_percentiles_and_shares_equal_a_reference_count_from_every_source
     let config = tally_ingest::Config::default();
     let start = utc_midnight(date!(2026 - 11 - 20));
     let mut writes = 0;
+    let mut tally_views = 0;
+    h.counter.reset();
     for day in 0..DAYS {
         for visitor in 0..VISITORS {
             let v = view(day, visitor);
@@ -217,6 +219,9 @@ async fn vitals_percentiles_and_shares_equal_a_reference_count_from_every_source
                     fields.join(",")
                 ));
             }
+            if v.ts.is_empty() && v.leaves.len() == 1 {
+                tally_views += 1;
+            }
             for (m, x) in &v.ts {
                 let metric = m.name().to_ascii_uppercase();
                 bodies.push(format!(
@@ -238,8 +243,19 @@ async fn vitals_percentiles_and_shares_equal_a_reference_count_from_every_source
             }
         }
     }
-    // One item per accepted beacon, none more.
+    // One item per accepted beacon, none more: one PutItem each (and one
+    // per day for the day's salt). A page view whose leave carries vitals
+    // costs 2 writes, as without vitals.
     assert_eq!(h.event_items().await.len(), writes);
+    let ops = h.counter.by_operation();
+    assert_eq!(
+        ops.get("PutItem").copied(),
+        Some(writes as u64 + DAYS as u64),
+        "{ops:?}"
+    );
+    println!(
+        "{writes} beacons, {ops:?}; {tally_views} page views with one vitals leave and nothing else: 2 writes each"
+    );
 
     let by_page = reference(|v| Some(v.page.to_owned()));
     let totals = reference(|_| Some(String::new())).remove("").unwrap();
