@@ -1,11 +1,12 @@
 //! The console page (`GET /console`): one self-contained HTML file
 //! (`assets/console.html`, inline CSS and JS, no requests but its own API)
-//! served with a strict CSP. Its one inline `<style>` and one inline
-//! `<script>` are allowed by their SHA-256 hashes, nothing else runs.
+//! served with a strict CSP (`tally_lambda::page`). Its one inline
+//! `<style>` and one inline `<script>` are allowed by their SHA-256 hashes,
+//! nothing else runs.
 
-use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Response};
 use std::sync::OnceLock;
+use tally_lambda::page::{csp, html_response};
 
 /// Where the page is served.
 pub const PATH: &str = "/console";
@@ -16,112 +17,13 @@ pub const CONSOLE: &str = include_str!("../assets/console.html");
 /// The built-in console page with its headers.
 pub fn console() -> Response<Body> {
     static CSP: OnceLock<String> = OnceLock::new();
-    console_response(CONSOLE.to_owned(), CSP.get_or_init(|| csp(CONSOLE)))
-}
-
-/// A console page (`html`) with its security headers, its CSP from
-/// [`csp`].
-pub fn console_response(html: String, csp: &str) -> Response<Body> {
-    let mut response = Response::new(Body::Text(html));
-    let h = response.headers_mut();
-    h.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert("cache-control", HeaderValue::from_static("no-cache"));
-    if let Ok(value) = HeaderValue::from_str(csp) {
-        h.insert("content-security-policy", value);
-    }
-    h.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    response
-}
-
-/// The CSP of a page: its inline `<script>` and `<style>` blocks by hash,
-/// same-origin fetches, images from `data:` only, no frames, no plugins.
-pub fn csp(html: &str) -> String {
-    let hashes = |tag: &str| -> String {
-        inline_blocks(html, tag)
-            .map(|text| format!(" 'sha256-{}'", base64(sha256(text.as_bytes()).as_ref())))
-            .collect()
-    };
-    format!(
-        "default-src 'none'; script-src{}; style-src{}; img-src data:; connect-src 'self'; \
-         form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-        hashes("script"),
-        hashes("style")
-    )
-}
-
-fn sha256(bytes: &[u8]) -> ring::digest::Digest {
-    ring::digest::digest(&ring::digest::SHA256, bytes)
-}
-
-/// The texts of `<tag>…</tag>` blocks (exactly `<tag>`, no attributes).
-fn inline_blocks<'a>(html: &'a str, tag: &str) -> impl Iterator<Item = &'a str> {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    let mut rest = html;
-    std::iter::from_fn(move || {
-        let start = rest.find(&open)? + open.len();
-        let len = rest[start..].find(&close)?;
-        let text = &rest[start..start + len];
-        rest = &rest[start + len + close.len()..];
-        Some(text)
-    })
-}
-
-/// Standard base64 with padding.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    html_response(CONSOLE.to_owned(), CSP.get_or_init(|| csp(CONSOLE)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_pads() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foob"), "Zm9vYg==");
-    }
-
-    #[test]
-    fn csp_hashes_each_inline_block() {
-        let html = "<style>a{}</style><script>1</script><script>2</script>";
-        let csp = csp(html);
-        let h = |t: &str| format!("'sha256-{}'", base64(sha256(t.as_bytes()).as_ref()));
-        assert!(
-            csp.contains(&format!("script-src {} {};", h("1"), h("2"))),
-            "{csp}"
-        );
-        assert!(csp.contains(&format!("style-src {};", h("a{}"))), "{csp}");
-        assert!(!csp.contains("unsafe-inline"));
-    }
+    use tally_lambda::page::inline_blocks;
 
     #[test]
     fn the_page_has_one_script_and_one_style() {

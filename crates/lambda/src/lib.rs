@@ -6,8 +6,10 @@
 //! - [`logging`]: structured JSON logs on stderr.
 //! - [`request`]: what an HTTP request says about its client.
 //! - [`metrics`]: CloudWatch Embedded Metric Format lines on stdout.
+//! - [`page`]: the HTML pages' security headers (a CSP of hashes).
 
 pub mod error_body;
 pub mod logging;
 pub mod metrics;
+pub mod page;
 pub mod request;

@@ -1,33 +1,48 @@
-//! The dashboard page (`/`), served with its security headers.
+//! The dashboard page (`/`): one self-contained HTML file
+//! (`assets/dashboard.html`, inline CSS and JS) served with the strict CSP
+//! of `tally_lambda::page`: its inline `<style>` and `<script>` are allowed
+//! by their SHA-256 hashes, nothing else runs (no `'unsafe-inline'`, so no
+//! inline event handlers or `style` attributes in its markup).
 
-use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Response};
+use std::sync::OnceLock;
+use tally_lambda::page::{csp, html_response};
 
 /// The dashboard page.
 pub const DASHBOARD: &str = include_str!("../assets/dashboard.html");
 
 /// The built-in dashboard page.
 pub fn dashboard() -> Response<Body> {
-    dashboard_response(DASHBOARD.to_owned())
+    static CSP: OnceLock<String> = OnceLock::new();
+    html_response(DASHBOARD.to_owned(), CSP.get_or_init(|| csp(DASHBOARD)))
 }
 
-/// The dashboard page with its security headers (CSP, nosniff, no referrer).
+/// A dashboard page (`html`, e.g. read from disk by `tally dev`) with its
+/// security headers, its CSP computed from it.
 pub fn dashboard_response(html: String) -> Response<Body> {
-    let mut response = Response::new(Body::Text(html));
-    let h = response.headers_mut();
-    h.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert("cache-control", HeaderValue::from_static("no-cache"));
-    h.insert(
-        "content-security-policy",
-        HeaderValue::from_static("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"),
-    );
-    h.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    response
+    let csp = csp(&html);
+    html_response(html, &csp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tally_lambda::page::inline_blocks;
+
+    #[test]
+    fn the_dashboard_runs_only_its_own_hashed_blocks() {
+        assert_eq!(inline_blocks(DASHBOARD, "script").count(), 1);
+        assert_eq!(inline_blocks(DASHBOARD, "style").count(), 1);
+        assert!(!DASHBOARD.contains("<script src"));
+        let markup = DASHBOARD.replace("<noscript><p style=", "");
+        assert!(
+            !markup.contains(" style=\""),
+            "inline style attributes are refused by the CSP"
+        );
+        let response = dashboard();
+        let csp = response.headers()["content-security-policy"].to_str();
+        assert!(
+            csp.is_ok_and(|c| c.starts_with("default-src 'none'") && !c.contains("unsafe-inline"))
+        );
+    }
 }
