@@ -65,6 +65,9 @@ enum Need {
     ConfigurePeople,
     /// Owners only (members, invites, audit, deleting the site).
     Owner,
+    /// Every signed-in member, never a key (personal segments and
+    /// annotations).
+    People,
 }
 
 /// The status a caller gets: `Ok(success)` or the refusal.
@@ -78,6 +81,7 @@ fn expected(need: Need, caller: Caller) -> Result<(), u16> {
         Need::Configure => matches!(caller, Admin | Owner | InstanceOwner | ConfigureKey),
         Need::ConfigurePeople => matches!(caller, Admin | Owner | InstanceOwner),
         Need::Owner => matches!(caller, Owner | InstanceOwner),
+        Need::People => matches!(caller, Viewer | Admin | Owner | InstanceOwner),
     };
     match (allowed, caller) {
         (true, _) => Ok(()),
@@ -246,6 +250,22 @@ impl Rig {
             .build(&site, &[1; 16], &[4; 20], START)
             .unwrap();
         self.store.put_share(&site, &share).await.unwrap();
+        let segment = tally_core::saved_segment::SegmentSpec {
+            name: "Blog".into(),
+            filter: "page==/blog/*".into(),
+            personal: false,
+        }
+        .build(5, "cli", START)
+        .unwrap();
+        self.store.put_saved_segment(&site, &segment).await.unwrap();
+        let note = tally_core::annotation::AnnotationSpec {
+            date: "2026-01-02".into(),
+            text: "launch".into(),
+            personal: false,
+        }
+        .build(6, "cli", START)
+        .unwrap();
+        self.store.put_annotation(&site, &note).await.unwrap();
         let invite_token = token::invite_token(&site, &[5; 20]);
         let invite = tally_core::account::Invite {
             hash: token::hash_token(&invite_token),
@@ -342,6 +362,8 @@ impl Rig {
             Probe::Site => format!("{:?}", s.site_consistent(site).await.unwrap()),
             Probe::Goals => format!("{:?}", s.goals(site).await.unwrap()),
             Probe::Funnels => format!("{:?}", s.funnels(site).await.unwrap()),
+            Probe::Segments => format!("{:?}", s.saved_segments(site).await.unwrap()),
+            Probe::Annotations => format!("{:?}", s.annotations(site, None).await.unwrap()),
             Probe::Shares => {
                 let shares = s.shares(site).await.unwrap();
                 let target = shares.iter().find(|x| x.hash == f.share_hash).cloned();
@@ -373,6 +395,8 @@ enum Probe {
     Site,
     Goals,
     Funnels,
+    Segments,
+    Annotations,
     Shares,
     Keys,
     Members,
@@ -489,6 +513,70 @@ fn cases(f: &Fixture) -> Vec<Case> {
             Configure,
             200,
             Probe::Funnels,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/segments"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/segments"),
+            Some(json!({"name": "DE", "filter": "country==DE"})),
+            Configure,
+            201,
+            Probe::Segments,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/segments"),
+            Some(json!({"name": "Mine", "filter": "country==DE", "personal": true})),
+            People,
+            201,
+            Probe::Segments,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/segments/5"),
+            None,
+            Configure,
+            200,
+            Probe::Segments,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/annotations"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/annotations"),
+            Some(json!({"date": "2026-01-03", "text": "campaign"})),
+            Configure,
+            201,
+            Probe::Annotations,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/annotations"),
+            Some(json!({"date": "2026-01-03", "text": "note", "personal": true})),
+            People,
+            201,
+            Probe::Annotations,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/annotations/6"),
+            None,
+            Configure,
+            200,
+            Probe::Annotations,
         ),
         case(
             "GET",
@@ -652,7 +740,7 @@ async fn every_caller_against_every_site_route() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 25 * CALLERS.len());
+    assert_eq!(checked, 33 * CALLERS.len());
 }
 
 /// `GET sites` lists each caller's sites with their role; `POST sites` is
@@ -1197,4 +1285,118 @@ async fn console_and_cli_create_the_same_site() {
         tally_tests::get_item(&a.store, "SITES", "SITE#shop.example").await,
         tally_tests::get_item(&b.store, "SITES", "SITE#shop.example").await
     );
+}
+
+/// A personal segment is its maker's only: another member neither lists
+/// nor removes it; a site-wide segment a live link is locked to is not
+/// removed (409) until the link is revoked, and a personal one locks none.
+#[tokio::test]
+async fn personal_segments_are_their_makers_and_locked_ones_stay() {
+    let rig = Rig::start().await;
+    let f = rig.fixture(1).await;
+    let path = format!("sites/{}/segments", f.site);
+    let body = json!({"name": "Mine", "filter": "country==DE", "personal": true});
+    let (status, mine) = rig
+        .call(Caller::Viewer, Some(&f), "POST", &path, Some(body))
+        .await;
+    assert_eq!(status, 201, "{mine}");
+    let mine_id = mine["id"].as_str().unwrap().to_owned();
+    let ids = |list: &Value| -> Vec<String> {
+        list["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (_, seen) = rig.call(Caller::Viewer, Some(&f), "GET", &path, None).await;
+    let mut want = vec!["5".to_owned(), mine_id.clone()];
+    want.sort();
+    assert_eq!(ids(&seen), want, "its maker sees it");
+    for other in [Caller::Admin, Caller::Owner, Caller::ReadKey] {
+        let (_, list) = rig.call(other, Some(&f), "GET", &path, None).await;
+        assert_eq!(ids(&list), ["5"], "{other:?}");
+    }
+    let (status, _) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "DELETE",
+            &format!("{path}/{mine_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        status, 404,
+        "another's personal segment does not exist for them"
+    );
+    let shares = format!("sites/{}/shares", f.site);
+    let (status, body) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &shares,
+            Some(json!({"segment": mine_id})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body).unwrap_or_default()),
+        (400, "personal_segment")
+    );
+    let (status, link) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &shares,
+            Some(json!({"segment": "5"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{link}");
+    assert_eq!(link["share"]["segment"], "5");
+    let (status, body) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "DELETE",
+            &format!("{path}/5"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body).unwrap_or_default()),
+        (409, "segment_in_use")
+    );
+    let id = link["share"]["id"].as_str().unwrap();
+    let (status, _) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "DELETE",
+            &format!("{shares}/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "DELETE",
+            &format!("{path}/5"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "a revoked link holds nothing");
+    let (status, _) = rig
+        .call(
+            Caller::Viewer,
+            Some(&f),
+            "DELETE",
+            &format!("{path}/{mine_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "its maker removes it");
 }

@@ -286,6 +286,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
             tally_core::share::PasswordHash::new("open sesame", &[7; 16], 1_000).unwrap(),
         ),
         revoked_at: None,
+        segment: None,
     };
     h.store.put_share("iam", &link).await.unwrap();
     let request = http::Request::builder()

@@ -89,6 +89,7 @@ async fn put_share(
         password: password
             .map(|p| PasswordHash::new(p, &[seed; 16], share::PASSWORD_ITERATIONS).unwrap()),
         revoked_at: None,
+        segment: None,
     };
     store.put_share(site, &record).await.unwrap();
     (token, record)

@@ -359,6 +359,7 @@ async fn bad_requests_and_other_readers_are_refused() {
         expires_at: None,
         password: None,
         revoked_at: None,
+        segment: None,
     };
     r.h.store.put_share(SITE, &share).await.unwrap();
     let linked = Api {

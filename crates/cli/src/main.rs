@@ -8,6 +8,7 @@ mod admin;
 mod dev;
 mod history;
 mod rollup;
+mod saved;
 mod share;
 
 use clap::{Parser, Subcommand};
@@ -107,6 +108,20 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Manage saved segments (named filter sets).
+    Segment {
+        #[command(subcommand)]
+        command: saved::SegmentCommand,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Manage annotations (dated notes on the dashboard's chart).
+    Annotation {
+        #[command(subcommand)]
+        command: saved::AnnotationCommand,
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 #[tokio::main]
@@ -120,6 +135,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Funnel { command, target } => admin::funnel(command, &target).await,
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,
         Command::Share { command, target } => share::run(command, &target).await,
+        Command::Segment { command, target } => saved::segment(command, &target).await,
+        Command::Annotation { command, target } => saved::annotation(command, &target).await,
         Command::SetupToken { target } => accounts::setup_token(&target).await,
         Command::User { command, target } => accounts::user(command, &target).await,
         Command::Import { command, target } => history::import(command, &target).await,

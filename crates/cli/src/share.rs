@@ -25,6 +25,11 @@ pub enum ShareCommand {
         /// (`page==/blog/*;country==DE`).
         #[arg(long, default_value = "")]
         filter: String,
+        /// Lock the link to a site-wide saved segment (its id): every
+        /// report is narrowed by it too, and it cannot be removed while
+        /// the link lives.
+        #[arg(long)]
+        segment: Option<String>,
         /// When the link stops working: days (`30d`) or a date
         /// (`2027-01-31`, the end of that UTC day).
         #[arg(long)]
@@ -52,6 +57,7 @@ pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
             site,
             label,
             filter,
+            segment,
             expires,
             password,
             query_url,
@@ -63,6 +69,7 @@ pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
                 filter,
                 expires,
                 password,
+                segment,
             };
             let (record, token) = spec
                 .build(&site, &random()?, &random()?, now_ms())
@@ -80,6 +87,10 @@ pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
+            if let Some(id) = &record.segment {
+                let segments = store.saved_segments(&site).await?;
+                tally_core::saved_segment::lockable(&segments, id).context("--segment")?;
+            }
             store.put_share(&site, &record).await?;
             let url = format!(
                 "{}/dashboard#share={token}",
@@ -126,7 +137,7 @@ fn describe(s: &Share) -> String {
         |at| tally_core::zone::format_date(tally_core::zone::utc_date(at - 1)),
     );
     format!(
-        "{}…\t{state}\texpires {expires}\t{}\tfilter {}\t{}",
+        "{}…\t{state}\texpires {expires}\t{}\tfilter {}{}\t{}",
         s.prefix,
         if s.password.is_some() {
             "password"
@@ -138,6 +149,9 @@ fn describe(s: &Share) -> String {
         } else {
             &s.filter
         },
+        s.segment
+            .as_deref()
+            .map_or_else(String::new, |id| format!(" segment {id}")),
         s.label
     )
 }

@@ -65,6 +65,9 @@ pub async fn add_share<S: SiteStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Configure, now).await?;
     let spec: ShareSpec = body::parse(request, config.max_body)?;
+    if let Some(id) = &spec.segment {
+        tally_core::saved_segment::lockable(&store.saved_segments(site).await?, id)?;
+    }
     let (share, token) = spec.build(site, &random()?, &random()?, now)?;
     store.put_share(site, &share).await?;
     let item = ShareItem::from(&share);

@@ -20,7 +20,7 @@
 //!   `{ok: true, sessions_ended}` (401 `invalid_credentials`), the user's
 //!   other sessions ended;
 //! - sites and everything the CLI configures, with roles, invitations and
-//!   an audit log ([`sites`], [`goals`], [`credentials`], [`members`],
+//!   an audit log ([`sites`], [`goals`], [`saved`], [`credentials`], [`members`],
 //!   [`audit`]; bodies in [`site_body`]; who may do what decided once, in
 //!   [`permit`]): listed below.
 //!
@@ -64,8 +64,14 @@
 //! | `POST sites/{site}/funnels` | C | `{name, steps: ["/pricing", "event:Signup plan=pro"], strict?: false}` | 201 `Funnel` |
 //! | `DELETE sites/{site}/funnels/{id}` | C | — | `{ok: true}` |
 //! | `GET sites/{site}/shares` | C | — | `{shares: [Share]}`, `Share` = `{id, prefix, label, filter, created_at, expires_at, password: bool, revoked_at}` |
-//! | `POST sites/{site}/shares` | C | `{label?, filter?, expires?: "30d"\|"2027-01-31", password?}` | 201 `{link, token, share: Share}` (shown once) |
+//! | `POST sites/{site}/shares` | C | `{label?, filter?, segment?, expires?: "30d"\|"2027-01-31", password?}` (`segment`: a site-wide saved segment's id, the link locked to it) | 201 `{link, token, share: Share}` (shown once) |
 //! | `DELETE sites/{site}/shares/{id}` | C | — | `{ok: true}` (revoked) |
+//! | `GET sites/{site}/segments` | R | — | `{segments: [Segment]}` (site-wide and the caller's personal ones), `Segment` = `{id, name, filter, owner?, created_by, created_at}` |
+//! | `POST sites/{site}/segments` | C; `personal: true`: R, people | `{name, filter, personal?: false}` | 201 `Segment` |
+//! | `DELETE sites/{site}/segments/{id}` | C; own personal: R | — | `{ok: true}` (409 `segment_in_use` while a live link is locked to it) |
+//! | `GET sites/{site}/annotations` | R | — | `{annotations: [Annotation]}`, `Annotation` = `{id, date, text, owner?, created_by, created_at}` |
+//! | `POST sites/{site}/annotations` | C; `personal: true`: R, people | `{date: "2026-03-01", text (≤ 500 characters), personal?: false}` | 201 `Annotation` |
+//! | `DELETE sites/{site}/annotations/{id}` | C; own personal: R | — | `{ok: true}` |
 //! | `GET sites/{site}/keys` | C, people | — | `{keys: [Key]}`, `Key` = `{id, prefix, label, scope: "read"\|"configure", owner, created_at, revoked_at}` |
 //! | `POST sites/{site}/keys` | C, people | `{label?, scope?: "read"}` | 201 `{key, item: Key}` (shown once) |
 //! | `DELETE sites/{site}/keys/{id}` | C, people (an admin: own keys) | — | `{ok: true}` (revoked) |
@@ -97,6 +103,7 @@ pub mod members;
 pub mod page;
 pub mod password;
 pub mod permit;
+pub mod saved;
 pub mod site_body;
 pub mod site_store;
 pub mod sites;
@@ -155,6 +162,8 @@ enum Collection {
     Keys,
     Members,
     Invites,
+    Segments,
+    Annotations,
 }
 
 /// A site route (`sites…`, `invites/accept`), by method and path.
@@ -192,6 +201,8 @@ fn site_route<'a>(
         "keys" => Some(Collection::Keys),
         "members" => Some(Collection::Members),
         "invites" => Some(Collection::Invites),
+        "segments" => Some(Collection::Segments),
+        "annotations" => Some(Collection::Annotations),
         _ => None,
     };
     let route = match (segments, method) {
@@ -263,6 +274,8 @@ async fn dispatch_site<S: SiteStore>(
             C::Keys => credentials::keys(s, r, site, now).await,
             C::Members => members::members(s, r, site, now).await,
             C::Invites => members::invites(s, r, site, now).await,
+            C::Segments => saved::segments(s, r, site, now).await,
+            C::Annotations => saved::annotations(s, r, site, now).await,
         },
         SiteRoute::AddItem(site, c) => match c {
             C::Goals => goals::add_goal(s, config, r, site, now).await,
@@ -270,6 +283,8 @@ async fn dispatch_site<S: SiteStore>(
             C::Shares => credentials::add_share(s, config, r, site, now).await,
             C::Keys => credentials::add_key(s, config, r, site, now).await,
             C::Invites => members::invite(s, config, r, site, now).await,
+            C::Segments => saved::add_segment(s, config, r, site, now).await,
+            C::Annotations => saved::add_annotation(s, config, r, site, now).await,
             C::Members => Err(method_not_allowed("GET")),
         },
         SiteRoute::Item(site, _, uid) => members::member(s, r, site, uid, now).await,
@@ -283,6 +298,8 @@ async fn dispatch_site<S: SiteStore>(
             C::Keys => credentials::revoke_key(s, r, site, id, now).await,
             C::Members => members::remove(s, r, site, id, now).await,
             C::Invites => members::revoke_invite(s, r, site, id, now).await,
+            C::Segments => saved::remove_segment(s, r, site, id, now).await,
+            C::Annotations => saved::remove_annotation(s, r, site, id, now).await,
         },
     }
 }

@@ -133,6 +133,9 @@ pub struct ShareItem {
     pub label: String,
     /// The filter every report of it is narrowed by.
     pub filter: String,
+    /// The saved segment it is locked to, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
     /// When it was made.
     pub created_at: Millis,
     /// When it stops working.
@@ -150,6 +153,7 @@ impl From<&Share> for ShareItem {
             prefix: s.prefix.clone(),
             label: s.label.clone(),
             filter: s.filter.clone(),
+            segment: s.segment.clone(),
             created_at: s.created_at,
             expires_at: s.expires_at,
             password: s.password.is_some(),

@@ -7,8 +7,10 @@
 use crate::store::{ConsoleStore, Fut};
 use tally_core::Millis;
 use tally_core::account::{AuditEntry, Invite, Membership, User};
+use tally_core::annotation::Annotation;
 use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
+use tally_core::saved_segment::SavedSegment;
 use tally_core::share::Share;
 use tally_core::site::Site;
 use tally_store::Store;
@@ -41,6 +43,18 @@ pub trait SiteStore: ConsoleStore {
     fn put_funnel(&self, site: &str, funnel: &Funnel) -> impl Fut<()>;
     /// Removes a funnel.
     fn delete_funnel(&self, site: &str, id: &str) -> impl Fut<()>;
+    /// A site's saved segments (everyone's).
+    fn saved_segments(&self, site: &str) -> impl Fut<Vec<SavedSegment>>;
+    /// Stores a saved segment.
+    fn put_saved_segment(&self, site: &str, segment: &SavedSegment) -> impl Fut<()>;
+    /// Removes a saved segment.
+    fn delete_saved_segment(&self, site: &str, id: &str) -> impl Fut<()>;
+    /// A site's annotations (everyone's), oldest first.
+    fn annotations(&self, site: &str) -> impl Fut<Vec<Annotation>>;
+    /// Stores an annotation.
+    fn put_annotation(&self, site: &str, note: &Annotation) -> impl Fut<()>;
+    /// Removes an annotation.
+    fn delete_annotation(&self, site: &str, note: &Annotation) -> impl Fut<()>;
     /// A site's shared links.
     fn shares(&self, site: &str) -> impl Fut<Vec<Share>>;
     /// Stores a shared link.
@@ -119,6 +133,24 @@ impl SiteStore for Store {
     }
     fn delete_funnel(&self, site: &str, id: &str) -> impl Fut<()> {
         Store::delete_funnel(self, site, id)
+    }
+    fn saved_segments(&self, site: &str) -> impl Fut<Vec<SavedSegment>> {
+        Store::saved_segments(self, site)
+    }
+    fn put_saved_segment(&self, site: &str, segment: &SavedSegment) -> impl Fut<()> {
+        Store::put_saved_segment(self, site, segment)
+    }
+    fn delete_saved_segment(&self, site: &str, id: &str) -> impl Fut<()> {
+        Store::delete_saved_segment(self, site, id)
+    }
+    fn annotations(&self, site: &str) -> impl Fut<Vec<Annotation>> {
+        Store::annotations(self, site, None)
+    }
+    fn put_annotation(&self, site: &str, note: &Annotation) -> impl Fut<()> {
+        Store::put_annotation(self, site, note)
+    }
+    fn delete_annotation(&self, site: &str, note: &Annotation) -> impl Fut<()> {
+        Store::delete_annotation(self, site, note)
     }
     fn shares(&self, site: &str) -> impl Fut<Vec<Share>> {
         Store::shares(self, site)

@@ -64,6 +64,10 @@ pub const ATTEMPTS_PREFIX: &str = "ATTEMPTS#";
 pub const GOAL_PREFIX: &str = "GOAL#";
 /// Sort-key prefix of funnels under a site.
 pub const FUNNEL_PREFIX: &str = "FUNNEL#";
+/// Sort-key prefix of saved segments under a site.
+pub const SAVED_SEGMENT_PREFIX: &str = "SEGMENT#";
+/// Sort-key prefix of annotations under a site (`ANNOTATION#{date}#{id}`).
+pub const ANNOTATION_PREFIX: &str = "ANNOTATION#";
 /// Sort-key prefix of scalar day rollups under a site.
 pub const ROLLUP_DAY_PREFIX: &str = "ROLLUP#DAY#";
 /// Sort-key prefix of dimension day rollups under a site.
@@ -191,6 +195,16 @@ pub fn parse_api_key_sk(sk: &str) -> Option<&str> {
 /// `GOAL#{id}`: a goal of a site.
 pub fn goal_sk(goal_id: &str) -> String {
     format!("{GOAL_PREFIX}{}", escape(goal_id))
+}
+
+/// `SEGMENT#{id}`: a saved segment of a site.
+pub fn saved_segment_sk(id: &str) -> String {
+    format!("{SAVED_SEGMENT_PREFIX}{}", escape(id))
+}
+
+/// `ANNOTATION#{date}#{id}`: an annotation of a site, in date order.
+pub fn annotation_sk(date: &str, id: &str) -> String {
+    format!("{ANNOTATION_PREFIX}{}#{}", escape(date), escape(id))
 }
 
 /// Parses [`goal_sk`].

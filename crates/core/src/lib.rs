@@ -37,6 +37,7 @@
 
 pub mod account;
 pub mod aggregate;
+pub mod annotation;
 pub mod auth;
 pub mod cardinality;
 pub mod classify;
@@ -64,6 +65,7 @@ pub mod report_mail;
 pub mod retention;
 pub mod rollup;
 pub mod salt;
+pub mod saved_segment;
 pub mod scan;
 pub mod segment;
 pub mod session;

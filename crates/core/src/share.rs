@@ -153,6 +153,11 @@ pub struct Share {
     /// When it was revoked, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked_at: Option<Millis>,
+    /// The site-wide saved segment the link is locked to, if any
+    /// ([`crate::saved_segment`]): referenced, so an edit applies; its
+    /// conditions are ANDed in after the link's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
 }
 
 /// A token for a site from 20 random bytes.
@@ -220,6 +225,10 @@ pub struct ShareSpec {
     /// A password to ask before showing the dashboard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// The id of a site-wide saved segment to lock the link to (the
+    /// caller checks it with `saved_segment::lockable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
 }
 
 /// Why a [`ShareSpec`] is refused.
@@ -277,6 +286,7 @@ impl ShareSpec {
             expires_at,
             password,
             revoked_at: None,
+            segment: self.segment.clone(),
         };
         Ok((share, token))
     }
@@ -349,6 +359,7 @@ mod tests {
             expires_at: Some(10 * DAY_MS),
             password: password.map(|p| PasswordHash::new(p, &[7; 16], 1_000).unwrap()),
             revoked_at: None,
+            segment: None,
         }
     }
 
@@ -431,6 +442,7 @@ mod tests {
             filter: "page==/blog/*".into(),
             expires: Some("30d".into()),
             password: None,
+            segment: None,
         };
         let (link, token) = spec.build("blog", &[1; 16], &[2; 20], 1_000).unwrap();
         assert_eq!(token_site(&token), Some("blog"));

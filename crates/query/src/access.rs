@@ -54,6 +54,9 @@ pub(crate) enum Access {
     Member {
         /// Their role.
         role: Role,
+        /// Their user id (whose personal segments and annotations they
+        /// see).
+        uid: String,
     },
 }
 
@@ -95,6 +98,9 @@ pub enum AccessBody<'a> {
         expires_at: Option<Millis>,
         /// Whether it has a password.
         password: bool,
+        /// The saved segment it is locked to, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        segment: Option<&'a str>,
     },
     /// A signed-in member.
     Member {
@@ -122,8 +128,9 @@ impl<'a> AccessBody<'a> {
                 filter: &share.filter,
                 expires_at: share.expires_at,
                 password: share.password.is_some(),
+                segment: share.segment.as_deref(),
             },
-            Access::Member { role } => Self::Member {
+            Access::Member { role, .. } => Self::Member {
                 site: &site.id,
                 access: "member",
                 role: *role,
@@ -446,7 +453,7 @@ async fn authorize_member<S: QueryStore>(
         .site(site_id)
         .await?
         .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
-    Ok((site, Access::Member { role }))
+    Ok((site, Access::Member { role, uid: user.id }))
 }
 
 /// A shared link of `site_id` by its token: 401 when unknown, 403 when it
@@ -562,6 +569,7 @@ mod tests {
             expires_at: Some(5),
             password: None,
             revoked_at: None,
+            segment: None,
         };
         let body = serde_json::to_value(AccessBody::of(&site, &Access::Share(link))).unwrap();
         assert_eq!(
@@ -569,7 +577,10 @@ mod tests {
             serde_json::json!({"site": "a.example", "access": "share", "label": "team",
                 "filter": "page==/blog", "expires_at": 5, "password": false})
         );
-        let member = Access::Member { role: Role::Viewer };
+        let member = Access::Member {
+            role: Role::Viewer,
+            uid: "u1".into(),
+        };
         let body = serde_json::to_value(AccessBody::of(&site, &member)).unwrap();
         assert_eq!(
             body,

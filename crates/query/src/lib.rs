@@ -15,6 +15,9 @@
 //! - `GET visits`, `visits/{id}`: the visits list, newest first with a
 //!   cursor, and one visit's journey ([`doors::visits`]; not through a
 //!   shared link);
+//! - `segment=ID` on every report (and the visits list): a saved
+//!   segment's filter ANDed in first ([`doors::saved`]); `GET
+//!   annotations?period=…`: the site's dated notes;
 //! - `GET access`: what the credential allows (a member's role); `POST
 //!   unlock`: a session for a password-protected link ([`access`]).
 //!
@@ -170,7 +173,12 @@ async fn route<S: QueryStore, C: Clock>(
                     ))
                     .await
                 }
-                ["vitals"] => Box::pin(doors::vitals::report(store, &reader, request, &access)).await,
+                ["vitals"] => {
+                    Box::pin(doors::vitals::report(store, &reader, request, &access)).await
+                }
+                ["annotations"] => {
+                    Box::pin(doors::saved::annotations(store, &reader, request, &access)).await
+                }
                 ["visits"] => Box::pin(visits::list(store, &reader, request, &access)).await,
                 ["visits", id] => {
                     Box::pin(visits::journey(store, &reader, request, &access, id)).await
@@ -181,7 +189,7 @@ async fn route<S: QueryStore, C: Clock>(
                 }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions, vitals or access",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions, vitals, annotations or access",
                 )),
             }
         }

@@ -12,11 +12,13 @@ use std::future::Future;
 use std::sync::Arc;
 use tally_core::Millis;
 use tally_core::account::{InstanceSettings, Role, Session, User};
+use tally_core::annotation::Annotation;
 use tally_core::event::Event;
 use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
 use tally_core::journey::DayTable;
 use tally_core::plan::Plan;
+use tally_core::saved_segment::SavedSegment;
 use tally_core::segment::Manifest;
 use tally_core::share::Share;
 use tally_core::site::Site;
@@ -92,6 +94,18 @@ pub trait QueryStore: Send + Sync {
     fn goals(&self, site: &str) -> impl Future<Output = Result<Vec<Goal>, StoreError>> + Send;
     /// The site's funnels.
     fn funnels(&self, site: &str) -> impl Future<Output = Result<Vec<Funnel>, StoreError>> + Send;
+    /// The site's saved segments (every reader's: callers filter).
+    fn saved_segments(
+        &self,
+        site: &str,
+    ) -> impl Future<Output = Result<Vec<SavedSegment>, StoreError>> + Send;
+    /// The site's annotations dated `from` to `to` (`YYYY-MM-DD`).
+    fn annotations(
+        &self,
+        site: &str,
+        from: &str,
+        to: &str,
+    ) -> impl Future<Output = Result<Vec<Annotation>, StoreError>> + Send;
     /// Every event of the site in `[from, to)`, in time order, from raw
     /// partitions (realtime).
     fn events(
@@ -237,6 +251,19 @@ impl QueryStore for DynamoQuery {
 
     async fn funnels(&self, site: &str) -> Result<Vec<Funnel>, StoreError> {
         self.store.funnels(site).await
+    }
+
+    async fn saved_segments(&self, site: &str) -> Result<Vec<SavedSegment>, StoreError> {
+        self.store.saved_segments(site).await
+    }
+
+    async fn annotations(
+        &self,
+        site: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Annotation>, StoreError> {
+        self.store.annotations(site, Some((from, to))).await
     }
 
     async fn events(

@@ -15,6 +15,7 @@
 //! - [`rollups`]: day rollups.
 //! - [`sites`]: sites and API keys, with a per-instance site cache.
 //! - [`settings`]: a site's goals and funnels.
+//! - [`saved`]: a site's saved segments and annotations.
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
 //! - [`accounts`]: the console's users, sessions, memberships, invites,
 //!   setup tokens, settings, audit entries and guess windows.
@@ -32,6 +33,7 @@ pub mod jobs;
 pub mod query;
 pub mod rollups;
 pub mod salt;
+pub mod saved;
 pub mod segments;
 pub mod settings;
 pub mod sites;

@@ -43,7 +43,7 @@ impl Store {
         self.delete_named(site, keys::funnel_sk(id)).await
     }
 
-    async fn put_named<T: Serialize>(
+    pub(crate) async fn put_named<T: Serialize>(
         &self,
         site: &str,
         sk: String,
@@ -53,7 +53,7 @@ impl Store {
             .await
     }
 
-    async fn named<T: DeserializeOwned>(
+    pub(crate) async fn named<T: DeserializeOwned>(
         &self,
         site: &str,
         prefix: &str,
@@ -65,7 +65,7 @@ impl Store {
             .collect()
     }
 
-    async fn delete_named(&self, site: &str, sk: String) -> Result<(), StoreError> {
+    pub(crate) async fn delete_named(&self, site: &str, sk: String) -> Result<(), StoreError> {
         self.client
             .delete_item()
             .table_name(self.table())

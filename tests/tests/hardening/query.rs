@@ -109,6 +109,7 @@ async fn put_share(store: &Store, seed: u8, password: Option<&str>) -> String {
         password: password
             .map(|p| PasswordHash::new(p, &[seed; 16], share::PASSWORD_ITERATIONS).unwrap()),
         revoked_at: None,
+        segment: None,
     };
     store.put_share(SITE, &record).await.unwrap();
     token

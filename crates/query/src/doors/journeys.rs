@@ -1,7 +1,7 @@
 //! `journeys` and `transitions` under `/api/sites/{site}/`: parsed by
 //! `tally_core::query::tally::journeys::parse` (a shared link's filter
-//! joined to the request's; `goal=` resolved against the site's goals),
-//! answered by one [`Reader`] batch like every report, rendered as typed
+//! and segments joined to the request's, `crate::doors::saved`; `goal=`
+//! resolved against the site's goals), answered by one [`Reader`] batch like every report, rendered as typed
 //! bodies and written as JSON or CSV ([`crate::download::respond_rows`]).
 //!
 //! Journeys follow each visit through its page views, so they read events
@@ -9,7 +9,6 @@
 
 use crate::access::Access;
 use crate::batch::Reader;
-use crate::doors::{params, reports};
 use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
@@ -26,13 +25,14 @@ pub(crate) async fn report<S: QueryStore>(
     which: Which,
     name: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let link_filter = reports::link_filter(access)?;
+    let (params, narrowing) =
+        crate::doors::saved::narrowing(store, &reader.site.id, access, request).await?;
     let accept = tally_lambda::request::header(request, "accept");
     let mut parsed = journeys::parse(
         which,
-        &params(request),
+        &params,
         &reader.context(),
-        link_filter.as_ref(),
+        narrowing.as_ref(),
         accept,
     )?;
     if parsed.goal.is_some() {

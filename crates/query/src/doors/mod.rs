@@ -12,13 +12,16 @@
 //! - [`plausible`]: Plausible's Stats API v2 and v1;
 //! - [`realtime`]: the last minutes' visitors (Tally's `realtime`, v1's
 //!   `realtime/visitors`);
-//! - [`visits`]: the visits list and one visit's journey.
+//! - [`visits`]: the visits list and one visit's journey;
+//! - [`saved`]: `segment=ID` (with a link's lock, what every report
+//!   is narrowed by first) and `annotations`.
 
 pub mod journeys;
 pub mod overview;
 pub mod plausible;
 pub mod realtime;
 pub mod reports;
+pub mod saved;
 pub mod visits;
 pub mod vitals;
 

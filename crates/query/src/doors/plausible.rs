@@ -15,8 +15,10 @@ use crate::error::{ApiError, json_response, typed_response};
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
+use tally_core::filter::Filter;
 use tally_core::query::Context;
 use tally_core::query::plausible::{body, v1, v2};
+use tally_core::saved_segment;
 use tally_store::clock::Clock;
 
 fn bad(message: impl Into<String>) -> ApiError {
@@ -56,10 +58,49 @@ pub(crate) async fn v2<S: QueryStore, C: Clock>(
         goals: Some(&goals),
         ..reader.context()
     };
-    let parsed = v2::parse(&body, &ctx)?;
+    let parsed = segments_v2(store, &site.id, body, &ctx).await?;
     let answers = Box::pin(reader.answer(store, std::slice::from_ref(&parsed.query))).await?;
     let answer = answers.into_iter().next().unwrap_or_default();
     Ok(typed_response(&body::v2(&parsed, &answer)))
+}
+
+/// Parses a v2 body whose top-level `["is", "segment", [ID]]` filters name
+/// site-wide saved segments (an API key sees no personal one): the
+/// segments' conditions first, then the body's; the echo keeps the
+/// filters as given.
+async fn segments_v2<S: QueryStore>(
+    store: &S,
+    site: &str,
+    mut body: Value,
+    ctx: &Context<'_>,
+) -> Result<v2::Request, ApiError> {
+    let given = body.get("filters").cloned();
+    let (rest, ids) = match &given {
+        Some(filters) => saved_segment::take_plausible(filters).map_err(bad)?,
+        None => (Value::Null, Vec::new()),
+    };
+    if ids.is_empty() {
+        return Ok(v2::parse(&body, ctx)?);
+    }
+    let segments = store.saved_segments(site).await?;
+    let mut parts = Vec::new();
+    for id in &ids {
+        let segment = saved_segment::find(&segments, id, None)
+            .map_err(|_| bad(saved_segment::PLAUSIBLE_UNKNOWN))?;
+        parts.push(segment.parsed().map_err(|e| bad(e.to_string()))?);
+    }
+    if let Some(map) = body.as_object_mut() {
+        map.insert("filters".into(), rest);
+    }
+    let mut parsed = v2::parse(&body, ctx)?;
+    parts.push(std::mem::take(&mut parsed.query.filter));
+    let events = parts.last().map(|f| f.events).unwrap_or_default();
+    let joined = saved_segment::join(&parts)
+        .map_err(|e| bad(format!("#/filters: {e}")))?
+        .unwrap_or_default();
+    parsed.query.filter = Filter { events, ..joined };
+    parsed.echo.filters = given.unwrap_or_default();
+    Ok(parsed)
 }
 
 /// `GET /api/v1/stats/{realtime/visitors|aggregate|timeseries|breakdown}`

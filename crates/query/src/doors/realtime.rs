@@ -38,7 +38,7 @@ pub(crate) async fn report<S: QueryStore>(
     now: Millis,
 ) -> Result<Response<Body>, ApiError> {
     let format = reports::format(request)?;
-    if matches!(access, Access::Share(s) if !s.filter.is_empty()) {
+    if matches!(access, Access::Share(s) if !s.filter.is_empty() || s.segment.is_some()) {
         return Err(ApiError {
             status: 403,
             code: "not_shared",

@@ -1,7 +1,7 @@
 //! Tally's reports under `/api/sites/{site}/`: `stats`, `timeseries`,
 //! `breakdown/{dimension}`, `dashboard` and `funnels/{id}` parsed by
-//! `tally_core::query::tally::parse` (a shared link's filter joined to the
-//! request's), answered by one [`Reader`] batch, rendered by
+//! `tally_core::query::tally::parse` (a shared link's filter and saved
+//! segments joined to the request's, `crate::doors::saved`), answered by one [`Reader`] batch, rendered by
 //! `tally_core::query::tally::body::render` and written as JSON, CSV or ZIP
 //! ([`crate::download`]); `funnels` lists the site's funnels.
 //!
@@ -18,8 +18,6 @@ use crate::error::ApiError;
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::export::{Cell, Record};
-use tally_core::filter::Filter;
-use tally_core::query::ParseError;
 use tally_core::query::tally::body::{self, FunnelList, Site};
 use tally_core::query::tally::{self, Endpoint, Format, FunnelInfo};
 
@@ -33,17 +31,6 @@ pub(crate) fn format(request: &Request) -> Result<Format, ApiError> {
     )?)
 }
 
-/// The filter of the shared link a request reads through, if any: every
-/// report ANDs it into its own.
-pub(crate) fn link_filter(access: &Access) -> Result<Option<Filter>, ApiError> {
-    Ok(match access {
-        Access::Share(share) if !share.filter.is_empty() => {
-            Some(Filter::parse(&share.filter).map_err(ParseError::from)?)
-        }
-        _ => None,
-    })
-}
-
 /// A report (`name` names its file: `stats`, `breakdown-page`, …);
 /// `funnel` is the id of `funnels/{id}`.
 pub(crate) async fn report<S: QueryStore>(
@@ -55,13 +42,14 @@ pub(crate) async fn report<S: QueryStore>(
     funnel: Option<&str>,
     name: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let link_filter = link_filter(access)?;
+    let (params, narrowing) =
+        crate::doors::saved::narrowing(store, &reader.site.id, access, request).await?;
     let accept = tally_lambda::request::header(request, "accept");
     let mut parsed = tally::parse(
         endpoint,
-        &params(request),
+        &params,
         &reader.context(),
-        link_filter.as_ref(),
+        narrowing.as_ref(),
         accept,
     )?;
     if let Some(id) = funnel {

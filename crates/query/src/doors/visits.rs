@@ -142,7 +142,18 @@ pub(crate) async fn list<S: QueryStore>(
     access: &Access,
 ) -> Result<Response<Body>, ApiError> {
     refuse_links(access)?;
-    let parsed = visits::parse(&params(request), &reader.context())?;
+    let (params, narrowing) =
+        crate::doors::saved::narrowing(store, &reader.site.id, access, request).await?;
+    let mut parsed = visits::parse(&params, &reader.context())?;
+    // A segment's conditions come first, as in every report.
+    if let Some(mut joined) = narrowing {
+        joined.predicates.append(&mut parsed.filter.predicates);
+        if joined.predicates.len() > tally_core::filter::MAX_FILTERS {
+            let too_many = tally_core::filter::FilterError::TooMany;
+            return Err(tally_core::query::ParseError::from(too_many).into());
+        }
+        parsed.filter.predicates = joined.predicates;
+    }
     let goals = if parsed
         .filter
         .predicates

@@ -7,14 +7,11 @@
 
 use crate::access::Access;
 use crate::batch::Reader;
-use crate::doors::params;
 use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::export::{Cell, Record};
-use tally_core::filter::Filter;
-use tally_core::query::ParseError;
 use tally_core::query::tally::body::Site;
 use tally_core::query::tally::vitals::{self, Figures, VitalsBody};
 
@@ -25,19 +22,10 @@ pub(crate) async fn report<S: QueryStore>(
     request: &Request,
     access: &Access,
 ) -> Result<Response<Body>, ApiError> {
-    let link_filter = match access {
-        Access::Share(share) if !share.filter.is_empty() => {
-            Some(Filter::parse(&share.filter).map_err(ParseError::from)?)
-        }
-        _ => None,
-    };
+    let (params, narrowing) =
+        crate::doors::saved::narrowing(store, &reader.site.id, access, request).await?;
     let accept = tally_lambda::request::header(request, "accept");
-    let parsed = vitals::parse(
-        &params(request),
-        &reader.context(),
-        link_filter.as_ref(),
-        accept,
-    )?;
+    let parsed = vitals::parse(&params, &reader.context(), narrowing.as_ref(), accept)?;
     let answers = reader.answer(store, &parsed.queries).await?;
     let site = Site {
         id: &reader.site.id,

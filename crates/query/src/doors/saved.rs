@@ -1,0 +1,180 @@
+//! Saved segments and annotations at the query function
+//! (`tally_core::saved_segment`, `tally_core::annotation`).
+//!
+//! [`narrowing`]: what every report of a request is narrowed by before
+//! its own `filters`: a shared link's filter, the segment the link is
+//! locked to, then the segment `segment=ID` names, their conditions joined
+//! in that order (`saved_segment::join`). A reader sees site-wide segments
+//! and, signed in, their own personal ones; another id is 404
+//! `unknown_segment`. A link whose segment is gone stops working (410
+//! `share_segment_gone`): it never falls back to a wider view.
+//!
+//! [`annotations`]: `GET …/annotations?period=…` (or `from`/`to`), the
+//! site-wide annotations and the reader's own in the range, oldest first.
+
+use crate::access::Access;
+use crate::batch::Reader;
+use crate::doors::params;
+use crate::download;
+use crate::error::ApiError;
+use crate::store::QueryStore;
+use lambda_http::{Body, Request, Response};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tally_core::annotation::Annotation;
+use tally_core::export::{Cell, Record};
+use tally_core::filter::Filter;
+use tally_core::query::ParseError;
+use tally_core::saved_segment::{self, SavedSegment, SegmentError};
+
+impl From<SegmentError> for ApiError {
+    fn from(e: SegmentError) -> Self {
+        Self {
+            status: e.status(),
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The signed-in reader's user id (keys and links have none).
+pub(crate) fn reader_uid(access: &Access) -> Option<&str> {
+    match access {
+        Access::Member { uid, .. } => Some(uid),
+        _ => None,
+    }
+}
+
+/// A request's parameters without `segment`, and the filter every report
+/// of it ANDs in first (see the module docs); `None` when nothing narrows.
+pub(crate) async fn narrowing<S: QueryStore>(
+    store: &S,
+    site: &str,
+    access: &Access,
+    request: &Request,
+) -> Result<(BTreeMap<String, String>, Option<Filter>), ApiError> {
+    let mut params = params(request);
+    let asked = params.remove("segment").filter(|s| !s.is_empty());
+    let (link, locked) = match access {
+        Access::Share(share) => (share.filter.as_str(), share.segment.as_deref()),
+        _ => ("", None),
+    };
+    let mut parts = vec![Filter::parse(link).map_err(ParseError::from)?];
+    if locked.is_some() || asked.is_some() {
+        let segments = store.saved_segments(site).await?;
+        if let Some(id) = locked {
+            let segment = saved_segment::lockable(&segments, id).map_err(|_| ApiError {
+                status: 410,
+                code: "share_segment_gone",
+                message: "the segment this link is locked to was removed".into(),
+            })?;
+            parts.push(parsed(segment)?);
+        }
+        if let Some(id) = asked {
+            parts.push(parsed(saved_segment::find(
+                &segments,
+                &id,
+                reader_uid(access),
+            )?)?);
+        }
+    }
+    let joined = saved_segment::join(&parts).map_err(ParseError::from)?;
+    Ok((params, joined))
+}
+
+fn parsed(segment: &SavedSegment) -> Result<Filter, ApiError> {
+    Ok(segment.parsed().map_err(ParseError::from)?)
+}
+
+/// `GET …/annotations`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnnotationList {
+    /// The site.
+    pub site_id: String,
+    /// The first and last local day.
+    pub from: String,
+    /// The last local day.
+    pub to: String,
+    /// The annotations, oldest first: `{id, date, text, personal}`.
+    pub results: Vec<AnnotationRow>,
+}
+
+/// One annotation as the API shows it (not who made it).
+#[derive(Debug, Clone, Serialize)]
+pub struct AnnotationRow {
+    /// Its id.
+    pub id: String,
+    /// Its local day.
+    pub date: String,
+    /// The note (plain text: a page shows it as text).
+    pub text: String,
+    /// Whether it is the reader's own.
+    pub personal: bool,
+}
+
+impl AnnotationRow {
+    fn of(a: &Annotation) -> Self {
+        Self {
+            id: a.id.clone(),
+            date: a.date.clone(),
+            text: a.text.clone(),
+            personal: a.owner.is_some(),
+        }
+    }
+}
+
+/// `GET …/annotations?period=…` (or `from`/`to`; the reports' periods),
+/// as JSON or CSV.
+pub(crate) async fn annotations<S: QueryStore>(
+    store: &S,
+    reader: &Reader<'_>,
+    request: &Request,
+    access: &Access,
+) -> Result<Response<Body>, ApiError> {
+    let format = crate::doors::reports::format(request)?;
+    let params = params(request);
+    if let Some(unknown) = params
+        .keys()
+        .find(|k| !["period", "from", "to", "format"].contains(&k.as_str()))
+    {
+        return Err(ApiError::bad_request(
+            "unknown_parameter",
+            format!("unknown parameter {unknown:?}: annotations take period, from, to and format"),
+        ));
+    }
+    let get = |k: &str| params.get(k).map(String::as_str).filter(|s| !s.is_empty());
+    let ctx = reader.context();
+    let today = ctx.zone.local_date(ctx.now);
+    let (_, range) =
+        tally_core::range::resolve(get("period"), get("from"), get("to"), today, ctx.first_day)
+            .map_err(ParseError::from)?;
+    let (from, to) = (
+        tally_core::zone::format_date(range.from),
+        tally_core::zone::format_date(range.to),
+    );
+    let uid = reader_uid(access);
+    let results: Vec<AnnotationRow> = store
+        .annotations(&reader.site.id, &from, &to)
+        .await?
+        .iter()
+        .filter(|a| a.visible_to(uid))
+        .map(AnnotationRow::of)
+        .collect();
+    let rows: Vec<Record> = results
+        .iter()
+        .map(|a| {
+            vec![
+                ("date".to_owned(), Cell::Text(a.date.clone())),
+                ("text".to_owned(), Cell::Text(a.text.clone())),
+                ("personal".to_owned(), Cell::Text(a.personal.to_string())),
+            ]
+        })
+        .collect();
+    let body = AnnotationList {
+        site_id: reader.site.id.clone(),
+        from,
+        to,
+        results,
+    };
+    download::respond_rows(&body, Some(&rows), format, &reader.site.id, "annotations")
+}
