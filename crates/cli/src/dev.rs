@@ -170,6 +170,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let rollup_store =
         Store::connect(&ClientOptions::local(&endpoint).for_batch(), &args.table).await;
     let mut rollup_stop = shutdown_rx.clone();
+    let report_outbox = tally_mail::Outbox::in_data_dir(&args.data_dir);
+    let report_url = format!("http://{http}");
     tokio::spawn(async move {
         loop {
             let now = crate::admin::now_ms();
@@ -188,6 +190,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                     "scheduled job run"
                 ),
                 Err(e) => tracing::warn!(error = %e, "scheduled job run failed"),
+            }
+            // Step 3: email reports due, into the outbox `/dev/outbox` lists.
+            let job = tally_rollup::reports::ReportJob {
+                mailer: &report_outbox,
+                public_url: report_url.clone(),
+                site: None,
+            };
+            if let Err(e) =
+                tally_rollup::reports::send_due(&rollup_store, crate::admin::now_ms(), &job).await
+            {
+                tracing::warn!(error = %e, "email reports failed");
             }
             let wait = tally_rollup::until_next_run(crate::admin::now_ms());
             tokio::select! {

@@ -7,6 +7,7 @@ mod accounts;
 mod admin;
 mod dev;
 mod history;
+mod report;
 mod rollup;
 mod saved;
 mod share;
@@ -101,6 +102,13 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Manage email report recipients (weekly, monthly).
+    Report {
+        #[command(subcommand)]
+        command: report::ReportCommand,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Manage shared dashboard links (read-only, no key needed).
     Share {
         #[command(subcommand)]
@@ -135,6 +143,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Funnel { command, target } => admin::funnel(command, &target).await,
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,
         Command::Share { command, target } => share::run(command, &target).await,
+        Command::Report { command, target } => report::run(command, &target).await,
         Command::Segment { command, target } => saved::segment(command, &target).await,
         Command::Annotation { command, target } => saved::annotation(command, &target).await,
         Command::SetupToken { target } => accounts::setup_token(&target).await,

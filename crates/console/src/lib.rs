@@ -103,6 +103,7 @@ pub mod members;
 pub mod page;
 pub mod password;
 pub mod permit;
+pub mod reports;
 pub mod saved;
 pub mod site_body;
 pub mod site_store;
@@ -349,12 +350,19 @@ fn route<'a>(method: &str, segments: &[&'a str]) -> Result<Route<'a>, ConsoleErr
 }
 
 /// Handles one request under [`PREFIX`].
-pub async fn handle<S: SiteStore, C: Clock>(
+pub async fn handle<S: SiteStore + reports::ReportStore, C: Clock>(
     store: &S,
     clock: &C,
     config: &Config,
     request: Request,
 ) -> Response<Body> {
+    if request.uri().path() == reports::PATH {
+        // A report recipient's signed link: no session, no CSRF.
+        return match reports::unsubscribe(store, &request).await {
+            Ok(response) => response,
+            Err(e) => error_response(&e),
+        };
+    }
     if request.uri().path() == page::PATH {
         return match request.method().as_str() {
             "GET" | "HEAD" => page::console(),

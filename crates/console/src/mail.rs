@@ -4,30 +4,7 @@
 //! mailer only returns links. Nothing here logs an address or a body:
 //! links carry tokens.
 
-use std::future::Future;
-use std::pin::Pin;
-pub use tally_mail::{MailError, Message, Outbox, Ses};
-
-/// A mail being sent.
-pub type MailFuture<'a> = Pin<Box<dyn Future<Output = Result<(), MailError>> + Send + 'a>>;
-
-/// Sends mail for the console.
-pub trait Mailer: Send + Sync + std::fmt::Debug {
-    /// Sends one message.
-    fn send<'a>(&'a self, message: &'a Message) -> MailFuture<'a>;
-}
-
-impl Mailer for Ses {
-    fn send<'a>(&'a self, message: &'a Message) -> MailFuture<'a> {
-        Box::pin(async move { Ses::send(self, message).await.map(|_| ()) })
-    }
-}
-
-impl Mailer for Outbox {
-    fn send<'a>(&'a self, message: &'a Message) -> MailFuture<'a> {
-        Box::pin(async move { Outbox::send(self, message).map(|_| ()) })
-    }
-}
+pub use tally_mail::{MailError, MailFuture, Mailer, Message, Outbox, Ses};
 
 /// The invitation mail: where to accept, for what, and for how long.
 pub fn invitation(to: &str, site: &str, role: &str, link: &str, inviter: &str) -> Message {

@@ -8,15 +8,18 @@
 //! `Display` never quotes SES's message (which may name an address); the
 //! full text is kept for a `debug`-level log ([`MailError::detail`]).
 
+mod mailer;
 mod outbox;
 mod ses;
 
+pub use mailer::{MailFuture, Mailer};
 pub use outbox::{OUTBOX_DIR, Outbox, StoredMessage};
 pub use ses::{Ses, SesOptions};
 
 use serde::{Deserialize, Serialize};
 
-/// One plain-text mail to one recipient.
+/// One mail to one recipient: plain text, optionally an HTML alternative
+/// and extra headers (`List-Unsubscribe`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     /// The recipient's address.
@@ -25,6 +28,13 @@ pub struct Message {
     pub subject: String,
     /// The body, plain text.
     pub text: String,
+    /// The same body as HTML (sent as the alternative part), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub html: Option<String>,
+    /// Extra headers, `(name, value)`: SES API v2 sends them with simple
+    /// content (e.g. `List-Unsubscribe`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
 }
 
 impl Message {
@@ -34,7 +44,21 @@ impl Message {
             to: to.into(),
             subject: subject.into(),
             text: text.into(),
+            html: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// With an HTML part.
+    pub fn with_html(mut self, html: impl Into<String>) -> Self {
+        self.html = Some(html.into());
+        self
+    }
+
+    /// With one more header.
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
     }
 }
 

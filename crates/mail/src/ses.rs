@@ -154,7 +154,8 @@ impl Ses {
         &self.client
     }
 
-    /// Sends `message` as plain UTF-8 text; returns SES's message id.
+    /// Sends `message` (UTF-8 text, its HTML part and headers if any);
+    /// returns SES's message id.
     pub async fn send(&self, message: &Message) -> Result<String, MailError> {
         if message.to.trim().is_empty() {
             return Err(MailError::Config("the recipient is empty"));
@@ -166,10 +167,23 @@ impl Ses {
                 .build()
                 .map_err(|_| MailError::Config("a mail's content could not be built"))
         };
-        let simple = aws_sdk_sesv2::types::Message::builder()
+        let mut body = Body::builder().text(content(&message.text)?);
+        if let Some(html) = &message.html {
+            body = body.html(content(html)?);
+        }
+        let mut simple = aws_sdk_sesv2::types::Message::builder()
             .subject(content(&message.subject)?)
-            .body(Body::builder().text(content(&message.text)?).build())
-            .build();
+            .body(body.build());
+        for (name, value) in &message.headers {
+            simple = simple.headers(
+                aws_sdk_sesv2::types::MessageHeader::builder()
+                    .name(name)
+                    .value(value)
+                    .build()
+                    .map_err(|_| MailError::Config("a mail header could not be built"))?,
+            );
+        }
+        let simple = simple.build();
         let sent = self
             .client
             .send_email()

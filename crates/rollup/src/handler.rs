@@ -1,5 +1,6 @@
 //! The Lambda handler: an EventBridge scheduled event in, a run report out.
 
+use crate::reports::ReportJob;
 use crate::{JobConfig, RunReport, run};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::LambdaEvent;
@@ -55,6 +56,18 @@ pub async fn handle<C: Clock>(
     clock: &C,
     event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
 ) -> Result<RunReport, tally_store::StoreError> {
+    handle_with_reports(store, clock, event, None).await
+}
+
+/// [`handle`], then step 3, the email reports due ([`crate::reports`]),
+/// when a mailer is configured. A failed reports step is logged; the run's
+/// report stands.
+pub async fn handle_with_reports<C: Clock>(
+    store: &Store,
+    clock: &C,
+    event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
+    reports: Option<&ReportJob<'_>>,
+) -> Result<RunReport, tally_store::StoreError> {
     let deadline = event
         .context
         .deadline()
@@ -84,5 +97,14 @@ pub async fn handle<C: Clock>(
         finished = report.finished,
         "rollup run"
     );
+    if let Some(job) = reports {
+        let job = ReportJob {
+            site: config.site.clone(),
+            ..job.clone()
+        };
+        if let Err(e) = crate::reports::send_due(store, clock.now(), &job).await {
+            tracing::error!(error = %e, "email reports failed");
+        }
+    }
     Ok(report)
 }

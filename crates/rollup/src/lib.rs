@@ -31,6 +31,7 @@
 pub mod compact;
 pub mod handler;
 pub mod quarantine;
+pub mod reports;
 
 use crate::compact::{CompactReport, Shrink, compact_days_with, compact_site};
 use futures::stream::{FuturesUnordered, StreamExt};

@@ -11,11 +11,36 @@ async fn main() -> Result<(), Error> {
     tally_lambda::logging::init_tracing();
     let options = ClientOptions::from_env().for_batch();
     let store = Arc::new(Store::connect(&options, &tally_store::env::table_name()).await);
+    // Email reports go through SES from `EMAIL_FROM` (unset: none are
+    // sent); their links point at `PUBLIC_URL`.
+    let mailer = match tally_mail::SesOptions::from_env() {
+        Some(ses) => Some(Arc::new(tally_mail::Ses::connect(&ses).await?)),
+        None => None,
+    };
+    let public_url = std::env::var("PUBLIC_URL")
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .to_owned();
     run(service_fn(
         move |event: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
             let store = store.clone();
+            let mailer = mailer.clone();
+            let public_url = public_url.clone();
             async move {
-                Ok::<_, Error>(tally_rollup::handler::handle(&store, &SystemClock, event).await?)
+                let job = mailer.as_deref().map(|m| tally_rollup::reports::ReportJob {
+                    mailer: m,
+                    public_url,
+                    site: None,
+                });
+                Ok::<_, Error>(
+                    tally_rollup::handler::handle_with_reports(
+                        &store,
+                        &SystemClock,
+                        event,
+                        job.as_ref(),
+                    )
+                    .await?,
+                )
             }
         },
     ))

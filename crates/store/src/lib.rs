@@ -31,6 +31,7 @@ pub mod events;
 pub mod item;
 pub mod jobs;
 pub mod query;
+pub mod reports;
 pub mod rollups;
 pub mod salt;
 pub mod saved;

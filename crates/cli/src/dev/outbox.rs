@@ -115,21 +115,9 @@ fn sent_at(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-/// HTML-escapes text for an element or a quoted attribute.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// HTML-escapes text for an element or a quoted attribute (core's rule,
+/// the report mail's too).
+use tally_core::report_mail::render::escape_html as escape;
 
 /// Escapes `text`, making each `http://` or `https://` word a link.
 fn linkify(text: &str) -> String {
