@@ -253,7 +253,7 @@ async fn vitals_percentiles_and_shares_equal_a_reference_count_from_every_source
         Some(writes as u64 + DAYS as u64),
         "{ops:?}"
     );
-    println!(
+    eprintln!(
         "{writes} beacons, {ops:?}; {tally_views} page views with one vitals leave and nothing else: 2 writes each"
     );
 
