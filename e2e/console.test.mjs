@@ -495,7 +495,7 @@ async function main() {
   await check('the viewer sees no configuration controls (site page, sites list)', async () => {
     assert.equal(await configControls(viewer), 0, 'controls on the site page');
     const tabs = await viewer.$$eval('.tabs a', as => as.map(a => a.dataset.testid));
-    assert.deepEqual(tabs, ['tab-goals', 'tab-funnels']);
+    assert.deepEqual(tabs, ['tab-goals', 'tab-funnels', 'tab-segments', 'tab-annotations']);
     await viewer.waitForSelector(`${tid('goal-row')}[data-name="Signups"]`);
     assert.equal(await viewer.locator(tid('goal-delete')).count(), 0);
     await viewer.click(tid('tab-funnels'));
@@ -577,7 +577,7 @@ async function main() {
     await view(viewer, 'site-goals');
     assert.equal(await viewer.textContent(tid('my-role')), 'admin');
     const tabs = await viewer.$$eval('.tabs a', as => as.map(a => a.dataset.testid));
-    assert.deepEqual(tabs, ['tab-general', 'tab-goals', 'tab-funnels', 'tab-shares', 'tab-keys']);
+    assert.deepEqual(tabs, ['tab-general', 'tab-goals', 'tab-funnels', 'tab-segments', 'tab-annotations', 'tab-shares', 'tab-keys']);
     assert.ok(await viewer.isVisible(tid('goal-form')));
     await viewer.selectOption(tid('goal-kind'), 'event');
     await viewer.fill(tid('goal-value'), 'Newsletter');

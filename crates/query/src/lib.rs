@@ -17,6 +17,7 @@
 //!   shared link);
 //! - `segment=ID` on every report (and the visits list): a saved
 //!   segment's filter ANDed in first ([`doors::saved`]); `GET
+//!   segments`: the ones the reader may name; `GET
 //!   annotations?period=…`: the site's dated notes;
 //! - `GET access`: what the credential allows (a member's role); `POST
 //!   unlock`: a session for a password-protected link ([`access`]).
@@ -179,6 +180,9 @@ async fn route<S: QueryStore, C: Clock>(
                 ["annotations"] => {
                     Box::pin(doors::saved::annotations(store, &reader, request, &access)).await
                 }
+                ["segments"] => {
+                    Box::pin(doors::saved::segments(store, &site.id, request, &access)).await
+                }
                 ["visits"] => Box::pin(visits::list(store, &reader, request, &access)).await,
                 ["visits", id] => {
                     Box::pin(visits::journey(store, &reader, request, &access, id)).await
@@ -189,7 +193,7 @@ async fn route<S: QueryStore, C: Clock>(
                 }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions, vitals, annotations or access",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions, vitals, annotations, segments or access",
                 )),
             }
         }

@@ -11,6 +11,10 @@
 //!
 //! [`annotations`]: `GET …/annotations?period=…` (or `from`/`to`), the
 //! site-wide annotations and the reader's own in the range, oldest first.
+//!
+//! [`segments`]: `GET …/segments`, the segments a reader may name with
+//! `segment=ID` (site-wide ones, and a signed-in member's own), so the
+//! dashboard can offer them with whatever credential opened it.
 
 use crate::access::Access;
 use crate::batch::Reader;
@@ -84,6 +88,65 @@ pub(crate) async fn narrowing<S: QueryStore>(
 
 fn parsed(segment: &SavedSegment) -> Result<Filter, ApiError> {
     Ok(segment.parsed().map_err(ParseError::from)?)
+}
+
+/// `GET …/segments`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentList {
+    /// The site.
+    pub site_id: String,
+    /// What the reader may use, by name: `{id, name, filter, personal}`.
+    pub results: Vec<SegmentRow>,
+}
+
+/// One segment as a reader sees it (not who made it).
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentRow {
+    /// Its id (`segment=ID`).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// The filter it narrows by (the `filters` syntax).
+    pub filter: String,
+    /// Whether it is the reader's own.
+    pub personal: bool,
+}
+
+/// `GET …/segments`: the segments `reader_uid(access)` sees, by name; a
+/// shared link sees the site-wide ones (naming one only narrows it more).
+pub(crate) async fn segments<S: QueryStore>(
+    store: &S,
+    site: &str,
+    request: &Request,
+    access: &Access,
+) -> Result<Response<Body>, ApiError> {
+    if let Some(unknown) = params(request).keys().next() {
+        return Err(ApiError::bad_request(
+            "unknown_parameter",
+            format!("unknown parameter {unknown:?}: segments take none"),
+        ));
+    }
+    let uid = reader_uid(access);
+    let mut results: Vec<SegmentRow> = store
+        .saved_segments(site)
+        .await?
+        .into_iter()
+        .filter(|s| s.visible_to(uid))
+        .map(|s| SegmentRow {
+            personal: s.personal(),
+            id: s.id,
+            name: s.name,
+            filter: s.filter,
+        })
+        .collect();
+    results.sort_by_key(|a| a.name.to_lowercase());
+    Ok(crate::error::json_response(
+        200,
+        &SegmentList {
+            site_id: site.to_owned(),
+            results,
+        },
+    ))
 }
 
 /// `GET …/annotations`.
