@@ -266,6 +266,17 @@ impl Rig {
         .build(6, "cli", START)
         .unwrap();
         self.store.put_annotation(&site, &note).await.unwrap();
+        let recipient = tally_core::report_mail::SubscriptionSpec {
+            email: "boss@example.com".into(),
+            weekly: true,
+            monthly: false,
+        }
+        .build(&[], START)
+        .unwrap();
+        self.store
+            .put_report_subscription(&site, &recipient)
+            .await
+            .unwrap();
         let invite_token = token::invite_token(&site, &[5; 20]);
         let invite = tally_core::account::Invite {
             hash: token::hash_token(&invite_token),
@@ -364,6 +375,7 @@ impl Rig {
             Probe::Funnels => format!("{:?}", s.funnels(site).await.unwrap()),
             Probe::Segments => format!("{:?}", s.saved_segments(site).await.unwrap()),
             Probe::Annotations => format!("{:?}", s.annotations(site, None).await.unwrap()),
+            Probe::Recipients => format!("{:?}", s.report_subscriptions(site).await.unwrap()),
             Probe::Shares => {
                 let shares = s.shares(site).await.unwrap();
                 let target = shares.iter().find(|x| x.hash == f.share_hash).cloned();
@@ -397,6 +409,7 @@ enum Probe {
     Funnels,
     Segments,
     Annotations,
+    Recipients,
     Shares,
     Keys,
     Members,
@@ -578,6 +591,32 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             Probe::Annotations,
         ),
+        // Recipients' addresses are not the viewers' to read.
+        case(
+            "GET",
+            format!("sites/{site}/email-reports"),
+            None,
+            Configure,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/email-reports"),
+            Some(json!({"email": "Team@Example.com", "weekly": true, "monthly": true})),
+            Configure,
+            201,
+            Probe::Recipients,
+        ),
+        case(
+            "DELETE",
+            // The first 8 bytes of SHA-256("boss@example.com"), hex.
+            format!("sites/{site}/email-reports/f632a98a3d7ca8bd"),
+            None,
+            Configure,
+            200,
+            Probe::Recipients,
+        ),
         case(
             "GET",
             format!("sites/{site}/shares"),
@@ -740,7 +779,7 @@ async fn every_caller_against_every_site_route() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 33 * CALLERS.len());
+    assert_eq!(checked, 36 * CALLERS.len());
 }
 
 /// `GET sites` lists each caller's sites with their role; `POST sites` is
@@ -1399,4 +1438,127 @@ async fn personal_segments_are_their_makers_and_locked_ones_stay() {
         )
         .await;
     assert_eq!(status, 200, "its maker removes it");
+}
+
+/// Email report recipients from the console: the item is the one core's
+/// `SubscriptionSpec` (the CLI's rule) makes, a second post of an address
+/// changes its reports and keeps it once, bad bodies are refused, the
+/// audit names the recipient by hash only, and the unsubscribe link the
+/// job would mail for it removes what it names.
+#[tokio::test]
+async fn email_report_recipients_from_the_console() {
+    use tally_core::report_mail::{Kind, Subscription, sign_unsubscribe};
+    let rig = Rig::start().await;
+    let f = rig.fixture(1).await;
+    let path = format!("sites/{}/email-reports", f.site);
+    // The first 8 bytes of SHA-256("ana@example.com"), hex.
+    let ana = "8e43ca37701228e7";
+    let (status, body) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &path,
+            Some(json!({"email": " Ana@Example.COM ", "weekly": true})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        body,
+        json!({"id": ana, "email": "ana@example.com", "weekly": true, "monthly": false, "created_at": START})
+    );
+    rig.clock.advance(HOUR_MS);
+    let (status, body) = rig
+        .call(
+            Caller::ConfigureKey,
+            Some(&f),
+            "POST",
+            &path,
+            Some(json!({"email": "ana@example.com", "monthly": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "an address listed already: {body}");
+    let stored = rig.store.report_subscriptions(&f.site).await.unwrap();
+    let want_ana = Subscription {
+        email: "ana@example.com".into(),
+        weekly: false,
+        monthly: true,
+        created_at: START,
+    };
+    assert_eq!(
+        stored,
+        vec![
+            want_ana.clone(),
+            Subscription {
+                email: "boss@example.com".into(),
+                weekly: true,
+                monthly: false,
+                created_at: START,
+            }
+        ]
+    );
+    for (bad, code) in [
+        (json!({"email": "nobody", "weekly": true}), "invalid_email"),
+        (json!({"email": "x@example.com"}), "invalid_report"),
+    ] {
+        let (status, body) = rig
+            .call(Caller::Owner, Some(&f), "POST", &path, Some(bad))
+            .await;
+        assert_eq!((status, error_code(&body).unwrap_or_default()), (400, code));
+    }
+    let (status, list) = rig.call(Caller::Owner, Some(&f), "GET", &path, None).await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = list["recipients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [ana, "f632a98a3d7ca8bd"]);
+    let (entries, _) = rig
+        .store
+        .audit(&AuditLog::Site(f.site.clone()), 10, None)
+        .await
+        .unwrap();
+    let mine: Vec<(&str, &str)> = entries
+        .iter()
+        .filter(|e| e.target.starts_with("email-report:"))
+        .map(|e| (e.target.as_str(), e.detail.as_str()))
+        .collect();
+    let target = format!("email-report:{ana}");
+    assert_eq!(
+        mine,
+        [
+            (target.as_str(), "report recipient changed (monthly)"),
+            (target.as_str(), "report recipient added (weekly)"),
+        ]
+    );
+    // The job's link for ana's monthly report leaves her with none.
+    let secret = rig.store.report_secret().await.unwrap();
+    let t = sign_unsubscribe(&secret, &f.site, Kind::Monthly, "ana@example.com");
+    let request = rig.request(
+        Caller::Nobody,
+        None,
+        "GET",
+        &format!("unsubscribe?t={t}"),
+        None,
+    );
+    let response = handle(&rig.store, &rig.clock, &rig.config, request).await;
+    assert_eq!(response.status(), 200);
+    let left = rig.store.report_subscriptions(&f.site).await.unwrap();
+    assert!(!left.contains(&want_ana), "{left:?}");
+    assert_eq!(left.len(), 1);
+    let (status, body) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "DELETE",
+            &format!("{path}/{ana}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&body).unwrap_or_default()),
+        (404, "recipient_not_found")
+    );
 }

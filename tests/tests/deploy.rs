@@ -207,7 +207,7 @@ fn condition(t: &Value, name: &str, params: &[(&str, &str)]) -> bool {
 }
 
 /// A condition expression's value (`!Equals` of `!Ref`s and strings,
-/// `!Not`, `!Condition`), for some parameter values.
+/// `!Not`, `!And`, `!Or`, `!Condition`), for some parameter values.
 fn holds(t: &Value, v: &Value, params: &[(&str, &str)]) -> bool {
     fn text(v: &Value, t: &Value, params: &[(&str, &str)]) -> String {
         match v {
@@ -237,6 +237,8 @@ fn holds(t: &Value, v: &Value, params: &[(&str, &str)]) -> bool {
     let args = tagged.value.as_sequence().unwrap();
     match tag {
         "Not" => !holds(t, &args[0], params),
+        "And" => args.iter().all(|a| holds(t, a, params)),
+        "Or" => args.iter().any(|a| holds(t, a, params)),
         "Equals" => text(&args[0], t, params) == text(&args[1], t, params),
         other => panic!("unknown condition function {other}"),
     }
@@ -485,6 +487,42 @@ fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
     }
     // Every variant but the six that pair CloudFront with an ingest URL.
     assert_eq!(deployable.len(), 18 - 6);
+}
+
+#[test]
+fn the_jobs_report_links_point_at_the_console() {
+    // The job mails reports whose links (dashboard, unsubscribe) start with
+    // its PUBLIC_URL: PublicUrl when given, else the API's execute-api
+    // origin (the ConsoleUrl output without `/console`); behind CloudFront
+    // (that endpoint off) a deployment that mails reports must give
+    // PublicUrl.
+    let t = template();
+    let env = &t["Resources"]["RollupFunction"]["Properties"]["Environment"]["Variables"];
+    let console = format!("{:?}", pick(&t, &t["Outputs"]["ConsoleUrl"]["Value"], &[]));
+    let api = format!("{:?}", pick(&t, &env["PUBLIC_URL"], &[]));
+    assert_eq!(console.replace("/console", ""), api);
+    assert!(api.contains("execute-api"), "{api}");
+    let mine = [("PublicUrl", "https://stats.example.com")];
+    assert!(
+        matches!(pick(&t, &env["PUBLIC_URL"], &mine), Value::Tagged(v) if v.tag == "Ref" && v.value == "PublicUrl"),
+        "PublicUrl when given"
+    );
+    for (email, public, taken) in [
+        ("", "", true),
+        ("reports@example.com", "", false),
+        ("reports@example.com", "https://stats.example.com", true),
+    ] {
+        let params = [
+            ("BehindCloudFront", "true"),
+            ("EmailFrom", email),
+            ("PublicUrl", public),
+        ];
+        assert_eq!(rules_hold(&t, &params), taken, "{params:?}");
+    }
+    assert!(rules_hold(
+        &t,
+        &[("EmailFrom", "reports@example.com"), ("PublicUrl", "")]
+    ));
 }
 
 #[tokio::test]

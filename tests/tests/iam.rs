@@ -56,6 +56,28 @@ fn granted(function: &str) -> BTreeSet<String> {
     actions
 }
 
+/// A mailer that SES-refuses `refused@…` and takes the rest, keeping
+/// whom it was asked to mail.
+#[derive(Debug, Default)]
+struct RefusingMailer(std::sync::Mutex<Vec<String>>);
+
+impl tally_mail::Mailer for RefusingMailer {
+    fn send<'a>(&'a self, message: &'a tally_mail::Message) -> tally_mail::MailFuture<'a> {
+        self.0.lock().unwrap().push(message.to.clone());
+        let refused = message.to.starts_with("refused@");
+        Box::pin(async move {
+            if refused {
+                Err(tally_mail::MailError::Rejected {
+                    code: "MessageRejected".into(),
+                    detail: String::new(),
+                })
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
 fn observed(ops: std::collections::BTreeMap<String, u64>) -> BTreeSet<String> {
     ops.keys().map(|op| format!("dynamodb:{op}")).collect()
 }
@@ -198,7 +220,38 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     let report = tally_rollup::run(&store, now, &job, &|_| {}).await.unwrap();
     assert!(report.days_written > 0);
     assert_eq!(report.resharded, vec![("iam".to_owned(), 4)]);
-    assert_eq!(observed(counter.by_operation()), granted("RollupFunction"));
+    // Its email reports step (2026-11-30 is a Monday, 12:00 in the site's
+    // zone: the weekly report is due): one mail sent and marked, one SES
+    // refuses (its claim given back), then a rerun sends nothing.
+    for (email, monthly) in [("ok@example.com", false), ("refused@example.com", true)] {
+        let sub = tally_core::report_mail::SubscriptionSpec {
+            email: email.into(),
+            weekly: true,
+            monthly,
+        }
+        .build(&[], 0)
+        .unwrap();
+        h.store.put_report_subscription("iam", &sub).await.unwrap();
+    }
+    let mailer = RefusingMailer::default();
+    let reports = tally_rollup::reports::ReportJob {
+        mailer: &mailer,
+        public_url: "https://tally.example".into(),
+        site: None,
+    };
+    let sent = tally_rollup::reports::send_due(&store, now, &reports)
+        .await
+        .unwrap();
+    assert_eq!((sent.sent, sent.failed.len()), (1, 1), "{sent:?}");
+    assert_eq!(
+        mailer.0.lock().unwrap().as_slice(),
+        ["ok@example.com", "refused@example.com"]
+    );
+    assert_eq!(
+        observed(counter.by_operation()),
+        granted_table("RollupFunction")
+    );
+    assert!(granted("RollupFunction").contains("ses:SendEmail"));
 
     // Query: every endpoint, from rollups and from raw events, goals included.
     let (store, counter) = h.second_store().await;
@@ -301,30 +354,45 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
 }
 
 #[test]
-fn the_console_may_send_mail_only_from_its_identity() {
-    assert!(granted("ConsoleFunction").contains("ses:SendEmail"));
-    for f in ["IngestFunction", "QueryFunction", "RollupFunction"] {
+fn the_console_and_the_job_may_send_mail_only_from_its_identity() {
+    for f in ["IngestFunction", "QueryFunction"] {
         assert!(granted(f).iter().all(|a| a.starts_with("dynamodb:")), "{f}");
     }
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
     let template: Value = serde_norway::from_str(&text).unwrap();
-    let mail = template["Resources"]["ConsoleFunction"]["Properties"]["Policies"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .find_map(|p| match p {
-            Value::Tagged(t) if t.tag == "If" => Some(t.value.clone()),
-            _ => None,
-        })
-        .unwrap();
-    assert_eq!(mail[0], "HasEmailFrom", "only when EmailFrom is set");
-    let statement = &mail[1]["Statement"][0];
-    let condition = &statement["Condition"]["StringEquals"]["ses:FromAddress"];
-    assert!(
-        matches!(condition, Value::Tagged(t) if t.tag == "Ref" && t.value == "EmailFrom"),
-        "SendEmail only from EmailFrom: {condition:?}"
-    );
+    for f in ["ConsoleFunction", "RollupFunction"] {
+        let mails: Vec<Value> = template["Resources"][f]["Properties"]["Policies"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|p| match p {
+                Value::Tagged(t) if t.tag == "If" => Some(t.value.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(mails.len(), 1, "{f}: one conditional policy");
+        let mail = &mails[0];
+        assert_eq!(mail[0], "HasEmailFrom", "{f}: only when EmailFrom is set");
+        let statements = mail[1]["Statement"].as_sequence().unwrap();
+        assert_eq!(statements.len(), 1, "{f}");
+        let statement = &statements[0];
+        assert_eq!(
+            statement["Action"],
+            Value::from(vec!["ses:SendEmail"]),
+            "{f}"
+        );
+        let condition = &statement["Condition"]["StringEquals"]["ses:FromAddress"];
+        assert!(
+            matches!(condition, Value::Tagged(t) if t.tag == "Ref" && t.value == "EmailFrom"),
+            "{f}: SendEmail only from EmailFrom: {condition:?}"
+        );
+        let env = &template["Resources"][f]["Properties"]["Environment"]["Variables"];
+        assert!(
+            matches!(&env["EMAIL_FROM"], Value::Tagged(t) if t.tag == "Ref" && t.value == "EmailFrom"),
+            "{f}: sends from EMAIL_FROM = EmailFrom"
+        );
+    }
 }
 
 #[tokio::test]

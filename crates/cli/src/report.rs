@@ -68,15 +68,11 @@ pub async fn run(command: ReportCommand, target: &Target) -> anyhow::Result<()> 
             }
             .build(&existing, now_ms())?;
             store.put_report_subscription(&site, &sub).await?;
-            writeln!(
-                out,
-                "report recipient added: {}",
-                kinds(sub.weekly, sub.monthly)
-            )?;
+            writeln!(out, "report recipient added: {}", sub.kinds())?;
         }
         ReportCommand::List { site } => {
             for s in store.report_subscriptions(&site).await? {
-                writeln!(out, "{}\t{}", s.email, kinds(s.weekly, s.monthly))?;
+                writeln!(out, "{}\t{}", s.email, s.kinds())?;
             }
         }
         ReportCommand::Remove { site, email } => {
@@ -89,12 +85,4 @@ pub async fn run(command: ReportCommand, target: &Target) -> anyhow::Result<()> 
         }
     }
     Ok(())
-}
-
-fn kinds(weekly: bool, monthly: bool) -> &'static str {
-    match (weekly, monthly) {
-        (true, true) => "weekly, monthly",
-        (true, false) => "weekly",
-        _ => "monthly",
-    }
 }

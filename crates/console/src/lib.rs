@@ -20,7 +20,7 @@
 //!   `{ok: true, sessions_ended}` (401 `invalid_credentials`), the user's
 //!   other sessions ended;
 //! - sites and everything the CLI configures, with roles, invitations and
-//!   an audit log ([`sites`], [`goals`], [`saved`], [`credentials`], [`members`],
+//!   an audit log ([`sites`], [`goals`], [`saved`], [`recipients`], [`credentials`], [`members`],
 //!   [`audit`]; bodies in [`site_body`]; who may do what decided once, in
 //!   [`permit`]): listed below.
 //!
@@ -72,6 +72,9 @@
 //! | `GET sites/{site}/annotations` | R | — | `{annotations: [Annotation]}`, `Annotation` = `{id, date, text, owner?, created_by, created_at}` |
 //! | `POST sites/{site}/annotations` | C; `personal: true`: R, people | `{date: "2026-03-01", text (≤ 500 characters), personal?: false}` | 201 `Annotation` |
 //! | `DELETE sites/{site}/annotations/{id}` | C; own personal: R | — | `{ok: true}` |
+//! | `GET sites/{site}/email-reports` | C | — | `{recipients: [Recipient]}`, `Recipient` = `{id, email, weekly, monthly, created_at}` (`id`: the address hash) |
+//! | `POST sites/{site}/email-reports` | C | `{email, weekly?: false, monthly?: false}` (one at least; an address already listed gets the reports given now: 200) | 201 `Recipient` (409 `too_many_recipients` past 50) |
+//! | `DELETE sites/{site}/email-reports/{id}` | C | — | `{ok: true}` |
 //! | `GET sites/{site}/keys` | C, people | — | `{keys: [Key]}`, `Key` = `{id, prefix, label, scope: "read"\|"configure", owner, created_at, revoked_at}` |
 //! | `POST sites/{site}/keys` | C, people | `{label?, scope?: "read"}` | 201 `{key, item: Key}` (shown once) |
 //! | `DELETE sites/{site}/keys/{id}` | C, people (an admin: own keys) | — | `{ok: true}` (revoked) |
@@ -103,6 +106,7 @@ pub mod members;
 pub mod page;
 pub mod password;
 pub mod permit;
+pub mod recipients;
 pub mod reports;
 pub mod saved;
 pub mod site_body;
@@ -165,6 +169,7 @@ enum Collection {
     Invites,
     Segments,
     Annotations,
+    EmailReports,
 }
 
 /// A site route (`sites…`, `invites/accept`), by method and path.
@@ -204,6 +209,7 @@ fn site_route<'a>(
         "invites" => Some(Collection::Invites),
         "segments" => Some(Collection::Segments),
         "annotations" => Some(Collection::Annotations),
+        "email-reports" => Some(Collection::EmailReports),
         _ => None,
     };
     let route = match (segments, method) {
@@ -249,7 +255,7 @@ fn site_route<'a>(
 }
 
 /// Runs a site route.
-async fn dispatch_site<S: SiteStore>(
+async fn dispatch_site<S: SiteStore + reports::ReportStore>(
     store: &S,
     config: &Config,
     request: &Request,
@@ -277,6 +283,7 @@ async fn dispatch_site<S: SiteStore>(
             C::Invites => members::invites(s, r, site, now).await,
             C::Segments => saved::segments(s, r, site, now).await,
             C::Annotations => saved::annotations(s, r, site, now).await,
+            C::EmailReports => recipients::list(s, r, site, now).await,
         },
         SiteRoute::AddItem(site, c) => match c {
             C::Goals => goals::add_goal(s, config, r, site, now).await,
@@ -286,6 +293,7 @@ async fn dispatch_site<S: SiteStore>(
             C::Invites => members::invite(s, config, r, site, now).await,
             C::Segments => saved::add_segment(s, config, r, site, now).await,
             C::Annotations => saved::add_annotation(s, config, r, site, now).await,
+            C::EmailReports => recipients::add(s, config, r, site, now).await,
             C::Members => Err(method_not_allowed("GET")),
         },
         SiteRoute::Item(site, _, uid) => members::member(s, r, site, uid, now).await,
@@ -301,6 +309,7 @@ async fn dispatch_site<S: SiteStore>(
             C::Invites => members::revoke_invite(s, r, site, id, now).await,
             C::Segments => saved::remove_segment(s, r, site, id, now).await,
             C::Annotations => saved::remove_annotation(s, r, site, id, now).await,
+            C::EmailReports => recipients::remove(s, r, site, id, now).await,
         },
     }
 }
@@ -382,7 +391,7 @@ pub async fn handle<S: SiteStore + reports::ReportStore, C: Clock>(
     response
 }
 
-async fn dispatch<S: SiteStore, C: Clock>(
+async fn dispatch<S: SiteStore + reports::ReportStore, C: Clock>(
     store: &S,
     clock: &C,
     config: &Config,
@@ -481,6 +490,17 @@ mod tests {
         );
         assert_eq!(r("PATCH", &["sites", "a", "goals", "g"]), Some(Err(405)));
         assert_eq!(r("POST", &["sites", "a", "members"]), Some(Err(405)));
+        assert_eq!(
+            r(
+                "DELETE",
+                &["sites", "a", "email-reports", "0123456789abcdef"]
+            ),
+            Some(Ok(SiteRoute::RemoveItem(
+                "a",
+                Collection::EmailReports,
+                "0123456789abcdef"
+            )))
+        );
         assert_eq!(r("GET", &["sites", "a", "nope"]), None);
         assert_eq!(
             r("POST", &["invites", "accept"]),

@@ -76,6 +76,15 @@ impl Subscription {
             Kind::Monthly => self.monthly,
         }
     }
+
+    /// Its reports, for people: `weekly`, `monthly` or `weekly, monthly`.
+    pub fn kinds(&self) -> &'static str {
+        match (self.weekly, self.monthly) {
+            (true, true) => "weekly, monthly",
+            (true, false) => "weekly",
+            _ => "monthly",
+        }
+    }
 }
 
 /// Why a subscription was refused.
