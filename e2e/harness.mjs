@@ -102,6 +102,38 @@ export async function launchChromium(extraArgs = []) {
   });
 }
 
+// ---- scripted visits ----------------------------------------------------------
+/** Plays one visit on `http`'s demo pages in its own browser context: the
+ *  first page by URL, the others by the nav's links, each page view seen
+ *  sent to /collect; then leaves for about:blank. No page errors. */
+export async function playVisit(browser, http, pages) {
+  const pathOf = u => new URL(u).pathname;
+  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
+  ctx.setDefaultTimeout(TIMEOUT);
+  const sent = [];
+  await ctx.route('https://example.org/**', r => r.abort());
+  ctx.on('request', r => {
+    if (r.method() === 'POST' && pathOf(r.url()) === '/collect') sent.push(JSON.parse(r.postData()));
+  });
+  const seen = p => eventually(() => {
+    if (!sent.some(e => e.e === 'pageview' && pathOf(e.u) === p)) throw new Error(`no page view of ${p} yet`);
+  }, TIMEOUT);
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+  for (const [i, p] of pages.entries()) {
+    if (i === 0) await page.goto(`${http}${p}`);
+    else {
+      await page.click(`nav a[href="${p}"]`);
+      await page.waitForURL(`**${p}`);
+    }
+    await seen(p);
+  }
+  await page.goto('about:blank');
+  if (errors.length) throw new Error(`page errors: ${errors.join('; ')}`);
+  await ctx.close();
+}
+
 // ---- the run ------------------------------------------------------------------
 /** Runs `main`, always stops Chromium and `tally dev`, prints the summary
  *  and sets the exit code. */

@@ -13,7 +13,7 @@
 
 import assert from 'node:assert/strict';
 import {
-  TIMEOUT, TALLY_BIN, check, eventually, launchChromium, log, runTest, sleep, startTally,
+  TIMEOUT, TALLY_BIN, check, eventually, launchChromium, log, playVisit, runTest, sleep, startTally,
 } from './harness.mjs';
 
 const browsers = [];
@@ -25,38 +25,10 @@ async function apiGet(pathAndQuery) {
   assert.equal(res.status, 200, `GET ${pathAndQuery} answered ${res.status}: ${JSON.stringify(body)}`);
   return body;
 }
-const pathOf = u => new URL(u).pathname;
 
 const TOP = ['/demo', '/demo/about', '/demo/pricing'];
 const VISITS = [TOP, TOP, ['/demo', '/demo/pricing']];
 const ARROW = ' \u2192 ';
-
-/** Plays one visit (its pages, the first by URL, the others by the nav's
- *  links) in its own browser context. */
-async function play(browser, pages) {
-  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
-  ctx.setDefaultTimeout(TIMEOUT);
-  const sent = [];
-  await ctx.route('https://example.org/**', r => r.abort());
-  ctx.on('request', r => {
-    if (r.method() === 'POST' && pathOf(r.url()) === '/collect') sent.push(JSON.parse(r.postData()));
-  });
-  const seen = p => eventually(() => assert.ok(sent.some(e => e.e === 'pageview' && pathOf(e.u) === p), `no page view of ${p} yet`), TIMEOUT);
-  const page = await ctx.newPage();
-  const errors = [];
-  page.on('pageerror', e => errors.push(String(e)));
-  for (const [i, p] of pages.entries()) {
-    if (i === 0) await page.goto(`${http}${p}`);
-    else {
-      await page.click(`nav a[href="${p}"]`);
-      await page.waitForURL(`**${p}`);
-    }
-    await seen(p);
-  }
-  await page.goto('about:blank');
-  assert.deepEqual(errors, [], 'page errors');
-  await ctx.close();
-}
 
 async function main() {
   log(`tally: ${TALLY_BIN}`);
@@ -73,7 +45,7 @@ async function main() {
 
   await check('three visits scripted in separate browser contexts', async () => {
     for (const pages of VISITS) {
-      await play(desktop, pages);
+      await playVisit(desktop, http, pages);
       await sleep(50);
     }
   }, { required: true });

@@ -17,7 +17,7 @@
 
 import assert from 'node:assert/strict';
 import {
-  TIMEOUT, TALLY_BIN, check, eventually, launchChromium, log, run, runTest, sleep, startTally,
+  TIMEOUT, TALLY_BIN, check, eventually, launchChromium, log, playVisit, run, runTest, sleep, startTally,
 } from './harness.mjs';
 
 const browsers = [];
@@ -38,30 +38,6 @@ async function tally(args) {
     env: { ...process.env, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_REGION: 'us-east-1' },
   });
   return stdout;
-}
-const pathOf = u => new URL(u).pathname;
-
-/** Plays one visit in its own browser context (the first page by URL,
- *  the others by the nav's links). */
-async function play(browser, pages) {
-  const ctx = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } });
-  ctx.setDefaultTimeout(TIMEOUT);
-  const sent = [];
-  await ctx.route('https://example.org/**', r => r.abort());
-  ctx.on('request', r => {
-    if (r.method() === 'POST' && pathOf(r.url()) === '/collect') sent.push(JSON.parse(r.postData()));
-  });
-  const page = await ctx.newPage();
-  for (const [i, p] of pages.entries()) {
-    if (i === 0) await page.goto(`${http}${p}`);
-    else {
-      await page.click(`nav a[href="${p}"]`);
-      await page.waitForURL(`**${p}`);
-    }
-    await eventually(() => assert.ok(sent.some(e => e.e === 'pageview' && pathOf(e.u) === p), `no page view of ${p} yet`), TIMEOUT);
-  }
-  await page.goto('about:blank');
-  await ctx.close();
 }
 
 /** The dashboard's totals once the view has loaded. */
@@ -86,8 +62,8 @@ async function main() {
   browsers.push(desktop);
 
   await check('two visits: /demo -> /demo/about, and /demo alone', async () => {
-    await play(desktop, ['/demo', '/demo/about']);
-    await play(desktop, ['/demo']);
+    await playVisit(desktop, http, ['/demo', '/demo/about']);
+    await playVisit(desktop, http, ['/demo']);
     await eventually(async () => assert.equal((await apiGet(`stats?period=${PERIOD}`)).results.visits, 2), TIMEOUT);
   }, { required: true });
 
