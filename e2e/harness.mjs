@@ -50,7 +50,7 @@ export async function eventually(fn, timeout = 15_000, every = 150) {
 // ---- tally dev ----------------------------------------------------------------
 let dev = null;
 export let devLog = '';
-const dataDir = mkdtempSync(path.join(tmpdir(), 'tally-e2e-'));
+export const dataDir = mkdtempSync(path.join(tmpdir(), 'tally-e2e-'));
 
 /** Starts `tally dev` (in memory, free ports, `extraArgs` appended);
  *  resolves to its ready line's fields: http, dynamodb, table, site, key
@@ -83,6 +83,32 @@ async function stopTally() {
   if (await Promise.race([exited.then(() => true), sleep(5000).then(() => false)])) return;
   dev.kill('SIGKILL');
   await exited;
+}
+
+/** Waits past UTC midnight (the demo site's zone) when it is less than
+ *  2 minutes away, so a test that reads "today" does not straddle it. */
+export async function awayFromMidnight() {
+  const toMidnight = 864e5 - (Date.now() % 864e5);
+  if (toMidnight < 120_000) {
+    log(`waiting ${Math.ceil(toMidnight / 1000)} s for the UTC day to turn`);
+    await sleep(toMidnight + 2000);
+  }
+}
+/** `GET {http}/api/sites/{site}/{pathAndQuery}` with the key; asserts 200,
+ *  resolves to the body. */
+export async function apiGetAs({ http, key, site = 'demo' }, pathAndQuery) {
+  const res = await fetch(`${http}/api/sites/${site}/${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
+  const body = await res.json();
+  if (res.status !== 200) throw new Error(`GET ${pathAndQuery} answered ${res.status}: ${JSON.stringify(body)}`);
+  return body;
+}
+/** Runs `tally <args>` against the table of `tally dev` (`ready`, what
+ *  startTally resolved to); its stdout. */
+export async function tallyCli(ready, args) {
+  const { stdout } = await run(TALLY_BIN, [...args, '--dynamodb-endpoint', ready.dynamodb, '--table', ready.table], {
+    env: { ...process.env, AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', AWS_REGION: 'us-east-1' },
+  });
+  return stdout;
 }
 
 // ---- Chromium -----------------------------------------------------------------

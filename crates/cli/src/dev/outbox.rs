@@ -1,8 +1,10 @@
 //! `GET /dev/outbox` (an HTML page) and `GET /dev/outbox.json`: the mail
 //! `tally dev` wrote to `{data_dir}/outbox/` instead of sending it, newest
-//! first. Served by `tally dev` only, never by a Lambda.
+//! first; `GET /dev/outbox/{id}`: a message's HTML part as a mail client
+//! shows it (sandboxed: no script, nothing loaded). Served by `tally dev`
+//! only, never by a Lambda.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -17,6 +19,7 @@ pub fn router(outbox: Outbox) -> axum::Router {
     axum::Router::new()
         .route(PATH, axum::routing::get(page))
         .route("/dev/outbox.json", axum::routing::get(json))
+        .route("/dev/outbox/{id}", axum::routing::get(html_part))
         .with_state(Arc::new(outbox))
 }
 
@@ -58,6 +61,32 @@ async fn json(State(outbox): State<Arc<Outbox>>) -> Response {
     private(body.into_response(), "application/json")
 }
 
+/// A message's HTML part, under a policy a mail client's would match: no
+/// script, no request (the report's chart is table cells), inline styles.
+async fn html_part(State(outbox): State<Arc<Outbox>>, Path(id): Path<String>) -> Response {
+    let html = match outbox.read(&id) {
+        Ok(Some(m)) => m.message.html,
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the outbox");
+            None
+        }
+    };
+    let Some(html) = html else {
+        let mut r = "no such message with an HTML part".into_response();
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        return r;
+    };
+    let mut response = private(html.into_response(), "text/html; charset=utf-8");
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+        ),
+    );
+    response
+}
+
 async fn page(State(outbox): State<Arc<Outbox>>) -> Response {
     let messages = match list(&outbox) {
         Ok(m) => m,
@@ -70,7 +99,7 @@ async fn page(State(outbox): State<Arc<Outbox>>) -> Response {
 }
 
 /// The HTML page: each message's time, recipient, subject and text, links
-/// in the text clickable.
+/// in the text clickable, and a link to the HTML part when there is one.
 fn render(messages: &[StoredMessage], dir: &str) -> String {
     let mut html = String::from(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -94,8 +123,16 @@ fn render(messages: &[StoredMessage], dir: &str) -> String {
     for m in messages {
         html.push_str(&format!(
             "<article id=\"{id}\"><dl><dt>sent</dt><dd>{sent}</dd><dt>to</dt><dd>{to}</dd>\
-             <dt>subject</dt><dd>{subject}</dd></dl><pre>{text}</pre></article>",
+             <dt>subject</dt><dd>{subject}</dd>{html}</dl><pre>{text}</pre></article>",
             id = escape(&m.id),
+            html = if m.message.html.is_some() {
+                format!(
+                    "<dt>HTML</dt><dd><a href=\"{PATH}/{id}\" data-testid=\"html-part\">as a mail client shows it</a></dd>",
+                    id = escape(&m.id)
+                )
+            } else {
+                String::new()
+            },
             sent = escape(&sent_at(m.sent_at)),
             to = escape(&m.message.to),
             subject = escape(&m.message.subject),
@@ -148,6 +185,23 @@ fn linkify(text: &str) -> String {
 mod tests {
     use super::*;
     use tally_mail::Message;
+
+    #[test]
+    fn a_message_with_an_html_part_links_to_it_and_one_without_does_not() {
+        let plain = StoredMessage {
+            id: "20260105T123000.000Z-0".into(),
+            sent_at: 1_767_616_200_000,
+            message: Message::new("a@example.org", "plain", "text"),
+        };
+        let mut rich = plain.clone();
+        rich.id = "20260105T123000.000Z-1".into();
+        rich.message = rich.message.with_html("<p>hi</p>");
+        let html = render(&[rich], "/tmp/.tally/outbox");
+        assert!(html.contains("href=\"/dev/outbox/20260105T123000.000Z-1\""));
+        assert!(!html.contains("<p>hi</p>"));
+        let html = render(&[plain], "/tmp/.tally/outbox");
+        assert!(!html.contains("data-testid=\"html-part\""));
+    }
 
     #[test]
     fn the_page_escapes_every_field_and_links_urls() {
