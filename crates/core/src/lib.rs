@@ -34,9 +34,12 @@
 //! - [`text`]: the rules for text that becomes a stored label.
 //! - [`item_size`]: an item's size as DynamoDB measures it (one write unit).
 //! - [`cardinality`]: distinct property keys and values per site per hour.
+//! - [`alert`]: traffic alerts: spike and drop detection per hour of week,
+//!   their webhook, Slack and email payloads and the retry schedule.
 
 pub mod account;
 pub mod aggregate;
+pub mod alert;
 pub mod annotation;
 pub mod auth;
 pub mod cardinality;

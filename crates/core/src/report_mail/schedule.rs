@@ -199,7 +199,7 @@ pub struct Due {
 }
 
 /// The local hour of an instant in a zone (DST-exact).
-fn local_hour(zone: &Zone, at: Millis) -> u8 {
+pub(crate) fn local_hour(zone: &Zone, at: Millis) -> u8 {
     // `YYYY-MM-DDTHH:…`
     zone.local_iso(at)
         .get(11..13)
@@ -255,12 +255,14 @@ pub fn monday_of(day: Date) -> Date {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use time::macros::date;
 
-    fn at(zone: &str, iso_local: &str) -> Millis {
+    /// The instant of a local date and time in a zone (tests of other
+    /// modules use it too).
+    pub(crate) fn at(zone: &str, iso_local: &str) -> Millis {
         // An independent reference: jiff's own civil-to-instant conversion.
         let dt: jiff::civil::DateTime = iso_local.parse().unwrap();
         dt.to_zoned_datetime(jiff::tz::TimeZone::get(zone).unwrap())
