@@ -126,7 +126,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         ensure_demo_owner(&store, &args.data_dir).await?
     };
 
-    let secret = tally_store::env::salt_secret()?;
+    let secret = dev_secret(&args.data_dir)?;
     // Invitations go to the outbox `/dev/outbox` lists.
     let console_config = tally_console::Config::new(&secret)
         .with_mailer(tally_mail::Outbox::in_data_dir(&args.data_dir));
@@ -240,6 +240,29 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
 /// Creates the demo site and its key on first start; the key is kept in the
 /// data directory so later starts can print it again.
+/// The salt secret: `TALLY_SALT_SECRET` when set, else one kept in the data
+/// dir (`salt-secret`, made once from the system's randomness), so visitor
+/// ids and console sessions survive a restart and a first run has nothing
+/// to warn about.
+fn dev_secret(data_dir: &Path) -> anyhow::Result<tally_core::salt::Secret> {
+    if std::env::var("TALLY_SALT_SECRET").is_ok_and(|v| !v.is_empty()) {
+        return Ok(tally_store::env::salt_secret()?);
+    }
+    let file = data_dir.join("salt-secret");
+    let value = match std::fs::read_to_string(&file) {
+        Ok(v) if !v.trim().is_empty() => v.trim().to_owned(),
+        _ => {
+            let mut bytes = [0u8; 32];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+                .map_err(|_| anyhow::anyhow!("no system randomness for the salt secret"))?;
+            let v: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::write(&file, &v).with_context(|| format!("writing {}", file.display()))?;
+            v
+        }
+    };
+    Ok(tally_store::env::secret_from(Some(value), false)?)
+}
+
 async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
     if store.site(DEMO_SITE).await?.is_none() {
         let site = Site::new(
