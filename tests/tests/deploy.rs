@@ -302,6 +302,7 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
     let ingest_routes = [
         "GET /script.js",
         "GET /vitals.js",
+        "GET /forms.js",
         "POST /collect",
         "OPTIONS /collect",
         "POST /api/event",

@@ -4,7 +4,9 @@
 //! (`/js/script.js`, `/js/script.<extensions>.js`, `/js/plausible.js`),
 //! which reads its extensions from its own file name, and the opt-in Web
 //! Vitals module (`/vitals.js`) whose values Tally's tracker adds to its
-//! leave beacon.
+//! leave beacon, and the opt-in form-submissions module (`/forms.js`),
+//! which sends one `Form: Submission` event per form submission through
+//! the tracker's `tally.track`.
 
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use lambda_http::http::{HeaderValue, StatusCode};
@@ -19,6 +21,10 @@ pub const PLAUSIBLE_SCRIPT: &str = include_str!("../assets/plausible.js");
 /// The opt-in Web Vitals module as served (`assets/vitals.src.js` is its
 /// commented copy).
 pub const VITALS_SCRIPT: &str = include_str!("../assets/vitals.js");
+
+/// The opt-in form-submissions module as served (`assets/forms.src.js` is
+/// its commented copy).
+pub const FORMS_SCRIPT: &str = include_str!("../assets/forms.js");
 
 /// The tracker's ETag: a quoted prefix of its SHA-256.
 pub fn etag() -> &'static str {
@@ -41,6 +47,12 @@ fn tag_of(script: &str) -> String {
 pub fn vitals_etag() -> &'static str {
     static ETAG_VALUE: OnceLock<String> = OnceLock::new();
     ETAG_VALUE.get_or_init(|| tag_of(VITALS_SCRIPT))
+}
+
+/// The form-submissions module's ETag.
+pub fn forms_etag() -> &'static str {
+    static ETAG_VALUE: OnceLock<String> = OnceLock::new();
+    ETAG_VALUE.get_or_init(|| tag_of(FORMS_SCRIPT))
 }
 
 /// Whether a path under `/js/` names a Plausible script this serves:
@@ -74,6 +86,11 @@ pub fn serve(request: &Request) -> Response<Body> {
 /// Serves the Web Vitals module.
 pub fn serve_vitals(request: &Request) -> Response<Body> {
     serve_script(request, VITALS_SCRIPT, vitals_etag())
+}
+
+/// Serves the form-submissions module.
+pub fn serve_forms(request: &Request) -> Response<Body> {
+    serve_script(request, FORMS_SCRIPT, forms_etag())
 }
 
 /// Serves the Plausible-compatible tracker.

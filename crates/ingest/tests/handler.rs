@@ -12,7 +12,8 @@ use tally_core::keys::EventKey;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
 use tally_core::site::Site;
 use tally_ingest::script::{
-    PLAUSIBLE_SCRIPT, SCRIPT, VITALS_SCRIPT, etag, plausible_etag, vitals_etag,
+    FORMS_SCRIPT, PLAUSIBLE_SCRIPT, SCRIPT, VITALS_SCRIPT, etag, forms_etag, plausible_etag,
+    vitals_etag,
 };
 use tally_ingest::store::IngestStore;
 use tally_ingest::{Config, handle};
@@ -24,6 +25,7 @@ use time::Date;
 #[derive(Default)]
 struct Memory {
     events: Mutex<Vec<(String, String)>>,
+    stored: Mutex<Vec<Event>>,
 }
 
 impl IngestStore for Memory {
@@ -44,7 +46,7 @@ impl IngestStore for Memory {
     async fn put_event(
         &self,
         key: &EventKey,
-        _event: &Event,
+        event: &Event,
         _ttl: Option<i64>,
     ) -> Result<PutOutcome, StoreError> {
         let mut events = self.events.lock().unwrap();
@@ -53,6 +55,7 @@ impl IngestStore for Memory {
             return Ok(PutOutcome::Duplicate);
         }
         events.push(k);
+        self.stored.lock().unwrap().push(event.clone());
         Ok(PutOutcome::Stored)
     }
 }
@@ -80,11 +83,16 @@ async fn call(req: Request) -> lambda_http::Response<Body> {
     .await
 }
 
+/// The size of `script` compressed with `gzip -9`.
+fn gzipped(script: &str) -> usize {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(script.as_bytes()).unwrap();
+    gz.finish().unwrap().len()
+}
+
 #[test]
 fn the_tracker_fits_its_two_kilobyte_gzip_budget() {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    gz.write_all(SCRIPT.as_bytes()).unwrap();
-    let size = gz.finish().unwrap().len();
+    let size = gzipped(SCRIPT);
     assert!(
         size <= 2048,
         "the tracker is {size} bytes gzipped, over the 2 KB budget"
@@ -120,46 +128,94 @@ async fn serves_the_tracker_with_an_etag_and_answers_304() {
     assert!(body.is_empty());
 }
 
-#[tokio::test]
-async fn serves_the_vitals_module_with_its_own_etag_and_answers_304() {
-    let response = call(request("GET", "/vitals.js", &[], "")).await;
+/// An opt-in module at `path`: `script` as JavaScript with its own ETag
+/// (`tag`, none of the trackers'), the trackers' cache and CORS headers, an
+/// empty HEAD, 304 for a current copy, 405 for a POST.
+async fn serves_module(path: &str, script: &str, tag: &str) {
+    let response = call(request("GET", path, &[], "")).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["etag"], vitals_etag());
-    assert_ne!(vitals_etag(), etag());
+    assert_eq!(response.headers()["etag"], tag);
+    assert!(![etag(), plausible_etag()].contains(&tag));
     assert_eq!(
         response.headers()["content-type"],
         "application/javascript; charset=utf-8"
     );
+    assert_eq!(
+        response.headers()["cache-control"],
+        "public, max-age=3600, stale-while-revalidate=86400"
+    );
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
     let body: &[u8] = response.body();
-    assert_eq!(body, VITALS_SCRIPT.as_bytes());
-    let cached = call(request(
-        "GET",
-        "/vitals.js",
-        &[("if-none-match", vitals_etag())],
-        "",
-    ))
-    .await;
+    assert_eq!(body, script.as_bytes());
+    let head = call(request("HEAD", path, &[], "")).await;
+    assert_eq!(head.status(), 200);
+    let body: &[u8] = head.body();
+    assert!(body.is_empty());
+    let cached = call(request("GET", path, &[("if-none-match", tag)], "")).await;
     assert_eq!(cached.status(), 304);
-    let post = call(request("POST", "/vitals.js", &[], "")).await;
+    let post = call(request("POST", path, &[], "")).await;
     assert_eq!(post.status(), 405);
+}
+
+#[tokio::test]
+async fn serves_the_vitals_module_with_its_own_etag_and_answers_304() {
+    serves_module("/vitals.js", VITALS_SCRIPT, vitals_etag()).await;
 }
 
 #[test]
 fn the_vitals_module_fits_its_one_and_a_quarter_kilobyte_gzip_budget() {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    gz.write_all(VITALS_SCRIPT.as_bytes()).unwrap();
-    let size = gz.finish().unwrap().len();
+    let size = gzipped(VITALS_SCRIPT);
     assert!(
         size <= 1280,
         "{size} bytes gzipped, over the 1.25 KB budget"
     );
 }
 
+#[tokio::test]
+async fn serves_the_forms_module_with_its_own_etag_and_answers_304() {
+    serves_module("/forms.js", FORMS_SCRIPT, forms_etag()).await;
+    assert_ne!(forms_etag(), vitals_etag());
+    // The event it sends, and nothing read from a field.
+    assert!(FORMS_SCRIPT.contains("'Form: Submission'"));
+    assert!(!FORMS_SCRIPT.contains(".value"));
+}
+
+#[tokio::test]
+async fn stores_the_forms_modules_event_as_one_custom_event_with_its_path() {
+    // The body Tally's tracker posts for the module's
+    // tally.track('Form: Submission', {props: {path: location.pathname}})
+    // on https://example.com/contact?ref=x.
+    let body = r#"{"s":"blog","sid":"k3j4h5m6n7p8","e":"event","p":{"name":"Form: Submission","props":{"path":"/contact"}},"u":"https://example.com/contact?ref=x","r":"","t":"Contact","sw":1280,"sh":800,"tz":"UTC","eid":"abcdefghijklmikyeio0","ts":1764460800000}"#;
+    let ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    let store = Memory::default();
+    let r = handle(
+        &store,
+        &ManualClock::at(1_764_460_800_000),
+        &Config::default(),
+        request("POST", "/collect", &[("user-agent", ua)], body),
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let stored = store.stored.lock().unwrap();
+    assert_eq!(stored.len(), 1, "one submission, one event");
+    let e = &stored[0];
+    assert_eq!(e.name.as_deref(), Some("Form: Submission"));
+    assert_eq!(e.path, "/contact");
+    assert_eq!(
+        e.props.iter().collect::<Vec<_>>(),
+        [(&"path".to_owned(), &"/contact".to_owned())]
+    );
+}
+
+#[test]
+fn the_forms_module_fits_its_half_kilobyte_gzip_budget() {
+    let size = gzipped(FORMS_SCRIPT);
+    assert!(size <= 512, "{size} bytes gzipped, over the 0.5 KB budget");
+}
+
 #[test]
 fn the_plausible_mode_tracker_fits_its_three_kilobyte_gzip_budget() {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    gz.write_all(PLAUSIBLE_SCRIPT.as_bytes()).unwrap();
-    let size = gz.finish().unwrap().len();
+    let size = gzipped(PLAUSIBLE_SCRIPT);
     assert!(size <= 3072, "{size} bytes gzipped, over the 3 KB budget");
 }
 
