@@ -68,6 +68,8 @@ pub const FUNNEL_PREFIX: &str = "FUNNEL#";
 pub const SAVED_SEGMENT_PREFIX: &str = "SEGMENT#";
 /// Sort-key prefix of annotations under a site (`ANNOTATION#{date}#{id}`).
 pub const ANNOTATION_PREFIX: &str = "ANNOTATION#";
+/// Sort-key prefix of a site's per-day bots-blocked counts.
+pub const BOTS_PREFIX: &str = "BOTS#";
 /// Sort-key prefix of scalar day rollups under a site.
 pub const ROLLUP_DAY_PREFIX: &str = "ROLLUP#DAY#";
 /// Sort-key prefix of dimension day rollups under a site.
@@ -205,6 +207,16 @@ pub fn saved_segment_sk(id: &str) -> String {
 /// `ANNOTATION#{date}#{id}`: an annotation of a site, in date order.
 pub fn annotation_sk(date: &str, id: &str) -> String {
     format!("{ANNOTATION_PREFIX}{}#{}", escape(date), escape(id))
+}
+
+/// `BOTS#{YYYY-MM-DD}`: a site's bots-blocked counts of a site-local day.
+pub fn bots_sk(day: Date) -> String {
+    format!("{BOTS_PREFIX}{}", format_date(day))
+}
+
+/// Parses [`bots_sk`].
+pub fn parse_bots_sk(sk: &str) -> Option<Date> {
+    parse_date(sk.strip_prefix(BOTS_PREFIX)?)
 }
 
 /// Parses [`goal_sk`].

@@ -148,6 +148,49 @@ pub enum Drop {
     /// value that is not a number from 0 to the metric's limit
     /// ([`crate::vitals::Vital::limit`]).
     InvalidVital,
+    /// The client address is in a hosting or datacenter network
+    /// ([`crate::classify::network`]).
+    Datacenter,
+    /// The request's headers contradict a real browser
+    /// ([`crate::classify::headers`]).
+    Headers(crate::classify::headers::HeaderSignal),
+    /// More page views a minute from one visitor than a person makes.
+    Rate,
+}
+
+/// Why a bot was dropped, as the per-day bots-blocked counts name it: one
+/// reason per dropped event, whichever signal tripped first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BotReason {
+    /// The user agent is a crawler, a tool or a headless browser
+    /// ([`crate::classify::bot`]).
+    UserAgent,
+    /// A hosting or datacenter network.
+    Datacenter,
+    /// Headers no real browser sends.
+    Headers,
+    /// More page views a minute than a person makes.
+    Rate,
+}
+
+impl BotReason {
+    /// All reasons, in the order the pipeline checks them.
+    pub const ALL: [BotReason; 4] = [
+        BotReason::UserAgent,
+        BotReason::Datacenter,
+        BotReason::Headers,
+        BotReason::Rate,
+    ];
+
+    /// Stable snake_case name: the counter's attribute and the API's key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UserAgent => "user_agent",
+            Self::Datacenter => "datacenter",
+            Self::Headers => "headers",
+            Self::Rate => "rate",
+        }
+    }
 }
 
 impl Drop {
@@ -159,6 +202,20 @@ impl Drop {
             Self::Ignored => "ignored_event_type",
             Self::Excluded => "excluded",
             Self::InvalidVital => "invalid_vital",
+            Self::Datacenter => "datacenter",
+            Self::Headers(_) => "headers",
+            Self::Rate => "rate",
+        }
+    }
+
+    /// The bots-blocked reason of a dropped bot (`None`: not a bot).
+    pub fn bot_reason(&self) -> Option<BotReason> {
+        match self {
+            Self::Bot(_) => Some(BotReason::UserAgent),
+            Self::Datacenter => Some(BotReason::Datacenter),
+            Self::Headers(_) => Some(BotReason::Headers),
+            Self::Rate => Some(BotReason::Rate),
+            Self::SpamReferrer | Self::Ignored | Self::Excluded | Self::InvalidVital => None,
         }
     }
 }

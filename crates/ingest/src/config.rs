@@ -63,6 +63,108 @@ pub struct Config {
     /// A throttled write raises a site's shard count only this long after
     /// its last change (writes already in flight were throttled too).
     pub reshard_cooldown: tally_core::Millis,
+    /// Which bot signals beyond the user agent are checked.
+    pub bots: BotSignals,
+    /// Bots dropped on this instance since the counts were last written.
+    pub blocked: BotTally,
+    /// How often the bots-blocked counts are written (at the first event
+    /// after this long; 0: at once, for tests).
+    pub bots_flush_ms: tally_core::Millis,
+    /// The per-instance random key of the rate signal's visitor hash.
+    pub rate_key: std::collections::hash_map::RandomState,
+}
+
+/// Page views one visitor (a client address and user agent) may send to a
+/// site in a minute before the rest of that minute's are dropped as a bot
+/// (reason `rate`). A person reads: a fast one clicks a page every two
+/// seconds; 60 leaves room for single-page apps and many people behind
+/// one address with the same browser build.
+pub const DEFAULT_RATE_LIMIT: u32 = 60;
+
+/// The bot signals checked before anything is hashed or stored, beyond the
+/// user agent (always checked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BotSignals {
+    /// Hosting and datacenter networks ([`tally_core::classify::network`]).
+    pub datacenter: bool,
+    /// Header heuristics ([`tally_core::classify::headers`]).
+    pub headers: bool,
+    /// Page views a minute per visitor (`None`: unlimited).
+    pub rate: Option<u32>,
+}
+
+impl BotSignals {
+    /// Every signal, as the deployed function and `tally dev` run.
+    pub const ALL: BotSignals = BotSignals {
+        datacenter: true,
+        headers: true,
+        rate: Some(DEFAULT_RATE_LIMIT),
+    };
+}
+
+impl Default for BotSignals {
+    /// What [`Config::default`] checks: hosting networks only. Handler
+    /// tests that build bare requests (a user agent, no `Accept-Language`)
+    /// or send many page views from one client keep working; tests of the
+    /// signals set [`BotSignals::ALL`], and [`Config::from_env`] starts from
+    /// it.
+    fn default() -> Self {
+        BotSignals {
+            datacenter: true,
+            headers: false,
+            rate: None,
+        }
+    }
+}
+
+/// Bots dropped per site and site-local day on this instance, by reason,
+/// until they are written (one `ADD` update per site and day, at most once
+/// a minute: a bot flood costs no write per event).
+#[derive(Debug, Default)]
+pub struct BotTally {
+    state: Mutex<(tally_core::Millis, BotCounts)>,
+}
+
+/// Pending counts: (site, day) -> (counts per reason, the item's TTL).
+pub type BotCounts = std::collections::BTreeMap<
+    (String, time::Date),
+    (
+        std::collections::BTreeMap<tally_core::payload::BotReason, u64>,
+        i64,
+    ),
+>;
+
+impl BotTally {
+    /// Counts one dropped bot.
+    pub fn add(
+        &self,
+        site: &str,
+        day: time::Date,
+        reason: tally_core::payload::BotReason,
+        ttl: i64,
+    ) {
+        if let Ok(mut s) = self.state.lock() {
+            let entry = s.1.entry((site.to_owned(), day)).or_default();
+            *entry.0.entry(reason).or_default() += 1;
+            entry.1 = entry.1.max(ttl);
+        }
+    }
+
+    /// The counts to write now, if `every` ms have passed since the last
+    /// write (the first call starts the clock), emptied.
+    pub fn due(&self, now: tally_core::Millis, every: tally_core::Millis) -> BotCounts {
+        let Ok(mut s) = self.state.lock() else {
+            return BotCounts::new();
+        };
+        if s.0 == 0 && every > 0 {
+            s.0 = now;
+        }
+        if s.1.is_empty() || now - s.0 < every {
+            return BotCounts::new();
+        }
+        s.0 = now;
+        std::mem::take(&mut s.1)
+    }
 }
 
 /// The default [`Config::reshard_cooldown`].
@@ -136,6 +238,10 @@ impl Default for Config {
             metrics: IngestMetrics::default(),
             emit_metrics: false,
             reshard_cooldown: DEFAULT_RESHARD_COOLDOWN_MS,
+            bots: BotSignals::default(),
+            blocked: BotTally::default(),
+            bots_flush_ms: METRICS_EVERY_MS,
+            rate_key: std::collections::hash_map::RandomState::new(),
         }
     }
 }
@@ -144,6 +250,14 @@ impl Default for Config {
 /// none, else a number.
 fn budget(name: &str, default: u32) -> Option<u32> {
     budget_or(name, Some(default))
+}
+
+/// Whether a switch is set to `off` (or `0`, `false`, `no`).
+fn off(name: &str) -> bool {
+    matches!(
+        std::env::var(name).ok().as_deref().map(str::trim),
+        Some("off" | "0" | "false" | "no")
+    )
 }
 
 /// [`budget`] with a default that may be none.
@@ -166,7 +280,10 @@ impl Config {
     /// Settings from the environment: `TALLY_BEHIND_CLOUDFRONT=1`,
     /// `TALLY_CLIENT_BUDGET` and `TALLY_SITE_BUDGET` (events per minute, or
     /// `off`), `TALLY_CLIENT_BYTES` and `TALLY_SITE_BYTES` (stored bytes per
-    /// minute, or `off`; unset, [`BYTES_PER_EVENT`] times the event budget).
+    /// minute, or `off`; unset, [`BYTES_PER_EVENT`] times the event budget);
+    /// the bot signals, all on ([`BotSignals::ALL`]) unless
+    /// `TALLY_BOT_DATACENTER=off`, `TALLY_BOT_HEADERS=off`, `TALLY_BOT_RATE`
+    /// (page views a minute per visitor, or `off`).
     pub fn from_env() -> Self {
         let client_budget = budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET);
         let site_budget = budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET);
@@ -180,6 +297,11 @@ impl Config {
             client_bytes: bytes_budget("TALLY_CLIENT_BYTES", client_budget),
             site_bytes: bytes_budget("TALLY_SITE_BYTES", site_budget),
             emit_metrics: !matches!(std::env::var("TALLY_METRICS").as_deref(), Ok("0" | "off")),
+            bots: BotSignals {
+                datacenter: !off("TALLY_BOT_DATACENTER"),
+                headers: !off("TALLY_BOT_HEADERS"),
+                rate: budget("TALLY_BOT_RATE", DEFAULT_RATE_LIMIT),
+            },
             ..Self::default()
         }
     }
@@ -192,6 +314,15 @@ impl Config {
             1,
             now,
         )
+    }
+
+    /// Takes one page view from a visitor's minute (`key`: see
+    /// `pipeline::rate_key`): whether it was within `limit`.
+    pub fn within_rate(&self, key: &str, limit: u32, now: tally_core::Millis) -> bool {
+        match self.budgets.lock() {
+            Ok(mut budgets) => budgets.take_units(key, 1, limit, now),
+            Err(_) => true,
+        }
     }
 
     /// Takes an event's stored bytes from the client network's and the

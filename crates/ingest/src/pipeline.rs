@@ -5,7 +5,12 @@
 //!    user agent, origin, viewer geography, the clock);
 //! 2. parse: each front door's own parser (`collect`: Tally's payload;
 //!    `events_api`: Plausible's) turns the body into hits;
-//! 3. [`screen`]: a bot is dropped before anything is read;
+//! 3. [`screen`]: a bot is dropped before anything is read or hashed, by
+//!    its user agent ([`tally_core::classify::bot`]), its network (a
+//!    hosting or datacenter range: [`tally_core::classify::network`]), its
+//!    headers ([`tally_core::classify::headers`]) or its rate (more page
+//!    views a minute than a person makes); the drop is counted per site and
+//!    day by reason ([`count_bot`], written at most once a minute);
 //! 4. [`site_check`]: the site exists (cached), the page and the `Origin`
 //!    belong to it, the referrer is not spam, the client's network and the
 //!    page's path are not excluded (checked before anything is hashed);
@@ -25,17 +30,19 @@
 //!     ([`IngestStore::throttled`], [`tally_core::shard`]).
 //!
 //! A warm instance makes exactly one DynamoDB request per accepted event,
-//! whichever door it came through. Counting and logging happen once, in
-//! [`record`].
+//! whichever door it came through (plus, at most once a minute, one update
+//! per site and day with bots to count). Counting and logging happen once,
+//! in [`record`].
 
 use crate::config::{Config, Counters};
 use crate::store::IngestStore;
 use lambda_http::Request;
 use std::sync::Arc;
 use tally_core::Millis;
+use tally_core::classify::{headers, network};
 use tally_core::event::{self, Client, Event, Geo};
 use tally_core::keys::{EventKey, valid_site_id};
-use tally_core::payload::{self, Drop, Hit, Rejection, SiteRef};
+use tally_core::payload::{self, BotReason, Drop, Hit, HitKind, Rejection, SiteRef};
 use tally_core::salt::{DailySalt, network_id};
 use tally_core::site::Site;
 use tally_lambda::request::{client_ip, header};
@@ -71,6 +78,8 @@ pub struct Facts<'a> {
     pub origin: Option<&'a str>,
     /// Trusted viewer geography (behind CloudFront only).
     pub geo: Option<Geo<'a>>,
+    /// The headers the bot heuristics read (never stored or logged).
+    pub headers: headers::RequestHeaders<'a>,
     /// When the request arrived.
     pub now: Millis,
 }
@@ -88,10 +97,18 @@ impl<'a> Facts<'a> {
 
 /// Step 1: the request's facts.
 pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) -> Facts<'a> {
+    let user_agent = header(request, "user-agent").unwrap_or_default();
     Facts {
         body: request.body(),
         ip: client_ip(request, config.behind_cloudfront),
-        user_agent: header(request, "user-agent").unwrap_or_default(),
+        user_agent,
+        headers: headers::RequestHeaders {
+            user_agent,
+            accept_language: header(request, "accept-language"),
+            sec_ch_ua: header(request, "sec-ch-ua"),
+            sec_ch_ua_mobile: header(request, "sec-ch-ua-mobile"),
+            sec_ch_ua_platform: header(request, "sec-ch-ua-platform"),
+        },
         origin: header(request, "origin"),
         geo: config.behind_cloudfront.then(|| Geo {
             country: header(request, "cloudfront-viewer-country"),
@@ -113,6 +130,12 @@ pub async fn ingest<S: IngestStore>(
         Ok(v) | Err(v) => v,
     };
     record(config, &verdict);
+    if let Verdict::Dropped(drop) = &verdict
+        && let Some(reason) = drop.bot_reason()
+    {
+        count_bot(store, config, hit, reason, facts.now).await;
+    }
+    write_bot_counts(store, config, facts.now).await;
     verdict
 }
 
@@ -123,7 +146,7 @@ async fn steps<S: IngestStore>(
     hit: &Hit,
 ) -> Result<Verdict, Verdict> {
     let client = facts.client();
-    screen(&client)?;
+    screen(config, facts, hit)?;
     let site = site_check(store, hit, &client).await?;
     excluded(&site, hit, &facts.ip)?;
     let at = time(hit, facts.now);
@@ -153,9 +176,74 @@ async fn steps<S: IngestStore>(
     verdict
 }
 
-/// Step 3: bots are dropped before anything is read.
-pub fn screen(client: &Client<'_>) -> Result<(), Verdict> {
-    event::screen_client(client).map_err(Verdict::Dropped)
+/// Step 3: bots are dropped before anything is read or hashed; the first
+/// signal that trips names the reason: the user agent, a hosting network
+/// (the address the limiter uses, as it arrived), the headers, the rate.
+pub fn screen(config: &Config, facts: &Facts<'_>, hit: &Hit) -> Result<(), Verdict> {
+    event::screen_client(&facts.client()).map_err(Verdict::Dropped)?;
+    let signals = config.bots;
+    if signals.datacenter && network::is_datacenter(&facts.ip) {
+        return Err(Verdict::Dropped(Drop::Datacenter));
+    }
+    if signals.headers
+        && let Some(signal) = headers::check(&facts.headers)
+    {
+        return Err(Verdict::Dropped(Drop::Headers(signal)));
+    }
+    if let Some(limit) = signals.rate
+        && hit.kind == HitKind::PageView
+        && !config.within_rate(&rate_key(config, facts, hit), limit, facts.now)
+    {
+        return Err(Verdict::Dropped(Drop::Rate));
+    }
+    Ok(())
+}
+
+/// The rate signal's key: the site as the hit names it and a keyed hash
+/// (a random key per instance, in memory for the minute only) of the
+/// client address and user agent.
+fn rate_key(config: &Config, facts: &Facts<'_>, hit: &Hit) -> String {
+    use std::hash::BuildHasher;
+    let site = match &hit.site {
+        SiteRef::Id(id) => id.as_str(),
+        SiteRef::Domain(domain) => domain.as_str(),
+    };
+    let visitor = config.rate_key.hash_one((&facts.ip, facts.user_agent));
+    format!("v|{site}|{visitor:016x}")
+}
+
+/// A dropped bot counted for its site's local day (when the hit names a
+/// site that exists: the site is read from the instance's cache).
+pub async fn count_bot<S: IngestStore>(
+    store: &S,
+    config: &Config,
+    hit: &Hit,
+    reason: BotReason,
+    now: Millis,
+) {
+    let found = match &hit.site {
+        SiteRef::Id(id) if !valid_site_id(id) => Ok(None),
+        SiteRef::Id(id) => store.site(id).await,
+        SiteRef::Domain(domain) => store.site_for_domain(domain).await,
+    };
+    if let Ok(Some(site)) = found {
+        let day = site.zone().local_date(now);
+        config
+            .blocked
+            .add(&site.id, day, reason, event_ttl(now, site.retention_days));
+    }
+}
+
+/// Writes this instance's bots-blocked counts when a minute has passed
+/// since the last write (one update per site and day). A failed write is
+/// logged and its counts are lost: they are a tally, not the data.
+pub async fn write_bot_counts<S: IngestStore>(store: &S, config: &Config, now: Millis) {
+    for ((site, day), (counts, ttl)) in config.blocked.due(now, config.bots_flush_ms) {
+        let counts: Vec<(BotReason, u64)> = counts.into_iter().collect();
+        if let Err(err) = store.add_bot_counts(&site, day, &counts, ttl).await {
+            tracing::warn!(error = %err, "bots-blocked counts not written");
+        }
+    }
 }
 
 /// Step 4: the site (cached per instance), the page's host and the
@@ -313,7 +401,15 @@ pub fn record(config: &Config, verdict: &Verdict) {
         Verdict::Duplicate => Counters::bump(&c.duplicates),
         Verdict::Dropped(drop) => {
             Counters::bump(&c.dropped);
-            tracing::info!(outcome = "dropped", reason = drop.reason(), "event dropped");
+            match drop {
+                Drop::Headers(signal) => tracing::info!(
+                    outcome = "dropped",
+                    reason = drop.reason(),
+                    signal = signal.as_str(),
+                    "event dropped"
+                ),
+                _ => tracing::info!(outcome = "dropped", reason = drop.reason(), "event dropped"),
+            }
         }
         Verdict::Rejected(rejection) => {
             Counters::bump(&c.rejected);

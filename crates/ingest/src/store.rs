@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use tally_core::Millis;
 use tally_core::event::Event;
 use tally_core::keys::EventKey;
+use tally_core::payload::BotReason;
 use tally_core::salt::DailySalt;
 use tally_core::shard;
 use tally_core::site::Site;
@@ -49,6 +50,18 @@ pub trait IngestStore: Send + Sync {
     ) -> impl Future<Output = ()> + Send {
         let _ = (site, key_at, now, cooldown);
         async {}
+    }
+    /// Adds a site's day of bots-blocked counts (one `ADD` update). (A store
+    /// that keeps no counts does nothing.)
+    fn add_bot_counts(
+        &self,
+        site: &str,
+        day: Date,
+        counts: &[(BotReason, u64)],
+        ttl: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (site, day, counts, ttl);
+        async { Ok(()) }
     }
 }
 
@@ -116,6 +129,16 @@ impl IngestStore for DynamoIngest {
         ttl: Option<i64>,
     ) -> Result<PutOutcome, StoreError> {
         self.store.put_event(key, event, ttl).await
+    }
+
+    async fn add_bot_counts(
+        &self,
+        site: &str,
+        day: Date,
+        counts: &[(BotReason, u64)],
+        ttl: i64,
+    ) -> Result<(), StoreError> {
+        self.store.add_bot_counts(site, day, counts, ttl).await
     }
 
     async fn throttled(&self, site: &Site, key_at: Millis, now: Millis, cooldown: Millis) {

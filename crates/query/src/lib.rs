@@ -18,7 +18,8 @@
 //! - `segment=ID` on every report (and the visits list): a saved
 //!   segment's filter ANDed in first ([`doors::saved`]); `GET
 //!   segments`: the ones the reader may name; `GET
-//!   annotations?period=…`: the site's dated notes;
+//!   annotations?period=…`: the site's dated notes; `…/bots?period=…`:
+//!   the bots ingest dropped, per day and reason;
 //! - `GET access`: what the credential allows (a member's role); `POST
 //!   unlock`: a session for a password-protected link ([`access`]).
 //!
@@ -180,6 +181,7 @@ async fn route<S: QueryStore, C: Clock>(
                 ["annotations"] => {
                     Box::pin(doors::saved::annotations(store, &reader, request, &access)).await
                 }
+                ["bots"] => Box::pin(doors::bots::bots(store, &reader, request)).await,
                 ["segments"] => {
                     Box::pin(doors::saved::segments(store, &site.id, request, &access)).await
                 }
@@ -193,7 +195,7 @@ async fn route<S: QueryStore, C: Clock>(
                 }
                 _ => Err(ApiError::not_found(
                     "unknown_endpoint",
-                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions, vitals, annotations, segments or access",
+                    "no such endpoint: use stats, timeseries, breakdown/{dimension}, dashboard, realtime, funnels, journeys, transitions, vitals, annotations, bots, segments or access",
                 )),
             }
         }

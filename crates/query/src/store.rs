@@ -106,6 +106,13 @@ pub trait QueryStore: Send + Sync {
         from: &str,
         to: &str,
     ) -> impl Future<Output = Result<Vec<Annotation>, StoreError>> + Send;
+    /// The site's bots-blocked counts of the local days `from` to `to`.
+    fn bot_counts(
+        &self,
+        site: &str,
+        from: time::Date,
+        to: time::Date,
+    ) -> impl Future<Output = Result<Vec<tally_store::bots::BotDay>, StoreError>> + Send;
     /// Every event of the site in `[from, to)`, in time order, from raw
     /// partitions (realtime).
     fn events(
@@ -264,6 +271,15 @@ impl QueryStore for DynamoQuery {
         to: &str,
     ) -> Result<Vec<Annotation>, StoreError> {
         self.store.annotations(site, Some((from, to))).await
+    }
+
+    async fn bot_counts(
+        &self,
+        site: &str,
+        from: time::Date,
+        to: time::Date,
+    ) -> Result<Vec<tally_store::bots::BotDay>, StoreError> {
+        self.store.bot_counts(site, from, to).await
     }
 
     async fn events(

@@ -22,6 +22,7 @@
 //! - [`clock`]: the clock the handlers are given.
 
 pub mod accounts;
+pub mod bots;
 pub mod client;
 pub mod clock;
 pub mod detail;

@@ -10,6 +10,11 @@
 //!   Matomo's referrer-spam list), generated at build time from
 //!   `crates/core/data/`.
 //! - [`geo`]: IANA time zone -> ISO 3166 country, country names.
+//! - [`network`]: client address -> whether it is a hosting or datacenter
+//!   network (compiled-in ranges from `crates/core/data/`).
+//! - [`headers`]: a request's headers -> a contradiction no real browser
+//!   makes (automation markers, client hints against the user agent, no
+//!   `Accept-Language`).
 //!
 //! Everything here is pure and cheap (a few microseconds per event) and reads
 //! no files; the tables are compiled in. The only one-off cost is woothee's
@@ -22,6 +27,8 @@
 
 pub mod bot;
 pub mod geo;
+pub mod headers;
+pub mod network;
 pub mod referrer;
 pub mod sources;
 pub mod ua;

@@ -16,6 +16,7 @@
 //! - [`saved`]: `segment=ID` (with a link's lock, what every report
 //!   is narrowed by first) and `annotations`.
 
+pub mod bots;
 pub mod journeys;
 pub mod overview;
 pub mod plausible;
