@@ -121,7 +121,9 @@ pub struct NamedArg {
 /// `tally goal …`
 #[derive(Subcommand, Debug)]
 pub enum GoalCommand {
-    /// Add a page-view goal (`--page`) or a custom-event goal (`--event`).
+    /// Add a page-view goal (`--page`, with `--scroll-depth` a scroll
+    /// goal) or a custom-event goal (`--event`, narrowed by up to three
+    /// `--prop key=value`).
     Add {
         /// The site id.
         #[arg(long)]
@@ -139,11 +141,26 @@ pub enum GoalCommand {
         /// when the pattern has a `*`, else exact).
         #[arg(long = "match", value_parser = ["exact", "wildcard", "regex"])]
         matching: Option<String>,
+        /// With `--event`: a property the event must carry with this value,
+        /// `key=value` (repeat for up to three).
+        #[arg(long = "prop", requires = "event", value_parser = prop_condition)]
+        props: Vec<(String, String)>,
+        /// With `--page`: convert only on page views scrolled at least this
+        /// far, percent (1-100).
+        #[arg(long, requires = "page")]
+        scroll_depth: Option<u32>,
     },
     /// List a site's goals.
     List(SiteArg),
     /// Remove a goal by id (as listed).
     Remove(NamedArg),
+}
+
+/// A `--prop` condition: `key=value`.
+fn prop_condition(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("{text:?} is not key=value"))
 }
 
 /// Runs a `tally goal` command.
@@ -158,7 +175,15 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
             event,
             page,
             matching,
+            props,
+            scroll_depth,
         } => {
+            let mut conditions = std::collections::BTreeMap::new();
+            for (key, value) in props {
+                if conditions.insert(key.clone(), value).is_some() {
+                    bail!("--prop {key} is given twice");
+                }
+            }
             let matching = matching.map(|m| match m.as_str() {
                 "regex" => PageMatch::Regex,
                 "wildcard" => PageMatch::Wildcard,
@@ -167,8 +192,10 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
             let goal = GoalSpec {
                 name,
                 event,
+                props: conditions,
                 page,
                 matching,
+                scroll_depth,
             }
             .build(now_ms())?;
             store
@@ -183,9 +210,19 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
             for g in store.goals(&site).await? {
                 let rule = match &g.rule {
                     GoalRule::Event { name } => format!("event {name}"),
+                    GoalRule::EventProps { name, props } => {
+                        let conditions: Vec<String> =
+                            props.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                        format!("event {name} with {}", conditions.join(" "))
+                    }
                     GoalRule::Page { pattern, matching } => {
                         format!("page {pattern} ({matching:?})")
                     }
+                    GoalRule::Scroll {
+                        pattern,
+                        matching,
+                        depth,
+                    } => format!("scroll {depth}% page {pattern} ({matching:?})"),
                 };
                 writeln!(out, "{}\t{}\t{}", g.id, g.name, rule)?;
             }

@@ -445,7 +445,7 @@ impl Filter {
                 Level::Goal => goals
                     .iter()
                     .filter(|(name, _)| p.matches(Some(name)))
-                    .any(|(_, m)| s.events.iter().any(|e| m.converts(e))),
+                    .any(|(_, m)| m.converts_in(&s.events)),
             };
             if !ok {
                 return false;

@@ -12,6 +12,7 @@
 //! to its top N with an `(other)` row when asked, and names the rows.
 
 use super::dict::{Interner, NONE};
+use super::goals::{RowGoal, page_depths, prop_value};
 use super::rows::{Dicts, KeyUse, Projection, Row, channel_name, device_name};
 use super::{FunnelSpec, ScanSpec};
 use crate::aggregate::{Aggregate, FoldSpec, Metrics, OTHER, rank};
@@ -67,7 +68,7 @@ impl<'s> Test<'s> {
 }
 
 /// A remembered yes or no per id.
-fn memo(memo: &mut Vec<u8>, id: u32, test: impl FnOnce() -> bool) -> bool {
+pub(super) fn memo(memo: &mut Vec<u8>, id: u32, test: impl FnOnce() -> bool) -> bool {
     let i = id as usize;
     if i >= memo.len() {
         memo.resize(i + 1, 0);
@@ -118,29 +119,18 @@ enum Slot {
     Empty,
 }
 
-/// A goal, tested once per path or name id.
+/// A goal of the fold.
 struct GoalTest<'s> {
     matcher: &'s Matcher,
     /// The goal's id in the goal names.
     id: u32,
-    memo: Vec<u8>,
+    row: RowGoal,
 }
 
 impl GoalTest<'_> {
-    fn converts(&mut self, r: &Row, d: &Dicts) -> bool {
-        let m = self.matcher;
-        if m.on_events() {
-            r.kind == Kind::Custom
-                && r.name != NONE
-                && memo(&mut self.memo, r.name, || {
-                    m.converts_parts(Kind::Custom, "", Some(d.name.name(r.name)))
-                })
-        } else {
-            r.kind == Kind::PageView
-                && memo(&mut self.memo, r.path, || {
-                    m.converts_parts(Kind::PageView, d.path.name(r.path), None)
-                })
-        }
+    /// Whether row `r` converts the goal (`depth`: [`page_depths`]'s).
+    fn converts(&mut self, r: &Row, depth: u64, pairs: &[(u32, u32)], d: &Dicts) -> bool {
+        self.row.converts(self.matcher, r, depth, pairs, d)
     }
 }
 
@@ -172,15 +162,6 @@ impl StepTest<'_> {
             .prop
             .is_none_or(|(k, v)| prop_value(r, pairs, k) == v && v != NONE)
     }
-}
-
-/// A row's value of property `key` ([`NONE`] without it).
-fn prop_value(r: &Row, pairs: &[(u32, u32)], key: u32) -> u32 {
-    let from = r.props as usize;
-    pairs[from..from + r.n_props as usize]
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map_or(NONE, |(_, v)| *v)
 }
 
 /// The filter over ids, with the semantics of [`crate::filter::Filter`].
@@ -521,6 +502,8 @@ pub(crate) struct Engine<'s> {
     scratch: Vec<(u64, u64)>,
     /// Scratch: each page view's Web Vitals sample.
     vscratch: Vec<u64>,
+    /// Scratch: per row of the visit being encoded, [`page_depths`]'s.
+    depths: Vec<u64>,
     latest: Vec<(u32, usize)>,
     tokens: Vec<usize>,
     cells: Vec<Cells>,
@@ -657,13 +640,14 @@ impl<'s> Engine<'s> {
             }
         }
         let mut goal_names = Interner::default();
-        let goals = fold
-            .goals
+        // Goals unread need no rows (nor their property keys kept).
+        let read = if reads_goals(&fold) { fold.goals } else { &[] };
+        let goals = read
             .iter()
             .map(|(name, matcher)| GoalTest {
                 matcher,
                 id: goal_names.id(name),
-                memo: Vec::new(),
+                row: RowGoal::new(matcher, d),
             })
             .collect();
         let (steps, mode) = match spec.funnel {
@@ -695,6 +679,7 @@ impl<'s> Engine<'s> {
             flags: Vec::new(),
             scratch: Vec::new(),
             vscratch: Vec::new(),
+            depths: Vec::new(),
             latest: Vec::new(),
             tokens: Vec::new(),
             cells: Vec::new(),
@@ -751,7 +736,10 @@ impl<'s> Engine<'s> {
         for g in 0..self.filter.goals.len() {
             let converted = self.filter.goals[g].iter().any(|&i| {
                 let test = &mut self.goals[i];
-                v.rows.iter().any(|r| test.converts(r, d))
+                v.rows
+                    .iter()
+                    .zip(&self.depths)
+                    .any(|(r, depth)| test.converts(r, *depth, v.pairs, d))
             });
             if !converted {
                 return false;
@@ -800,21 +788,24 @@ impl<'s> Engine<'s> {
         if !self.filter.empty && !self.keeps_visit(d, v, f.entry, f.exit) {
             return;
         }
+        // Each page view's engagement, and per row a page view's deepest
+        // scroll (scroll goals convert on it).
+        engagement(rows, &mut self.scratch, &mut self.latest);
+        page_depths(rows, &self.scratch, &mut self.depths);
         // Plausible's goal filters keep only the converting events.
         let goal_events = self.filter.plausible && !self.filter.goals.is_empty();
         let counts_all = !self.filter.has.contains(&true) && !goal_events;
         let mut flags = std::mem::take(&mut self.flags);
         flags.clear();
         if self.needs_rows() {
-            for r in rows {
+            for (r, depth) in rows.iter().zip(&self.depths) {
                 let mut f = self.filter.counts(r, v.pairs, d);
                 if goal_events && f != 0 {
                     let goals = &mut self.goals;
-                    let converts = self
-                        .filter
-                        .goals
-                        .iter()
-                        .all(|kept| kept.iter().any(|&i| goals[i].converts(r, d)));
+                    let converts = self.filter.goals.iter().all(|kept| {
+                        kept.iter()
+                            .any(|&i| goals[i].converts(r, *depth, v.pairs, d))
+                    });
                     if !converts {
                         f = 0;
                     }
@@ -833,9 +824,7 @@ impl<'s> Engine<'s> {
             (n(PAGE), n(CUSTOM))
         };
         let (entry, exit) = (f.entry, f.exit);
-        // Each page view's engagement, and the visit's over its counted
-        // page views.
-        engagement(rows, &mut self.scratch, &mut self.latest);
+        // The visit's engagement over its counted page views.
         let (mut engaged_ms, mut scroll) = (0_u64, 0_u64);
         let counted = self.flags.is_empty().then_some(PAGE);
         let flags = rows
@@ -961,8 +950,8 @@ impl<'s> Engine<'s> {
                     let at = p.ids.len();
                     p.ids.push(0);
                     for goal in &mut self.goals {
-                        for (r, f) in rows.iter().zip(&self.flags) {
-                            if *f != 0 && goal.converts(r, d) {
+                        for ((r, f), depth) in rows.iter().zip(&self.flags).zip(&self.depths) {
+                            if *f != 0 && goal.converts(r, *depth, v.pairs, d) {
                                 p.ids.push(goal.id);
                                 p.values.push(r.value);
                                 p.revenue.push(r.revenue);
@@ -1441,7 +1430,7 @@ fn pages_with<'a>(rows: &'a [Row], flags: &'a [u8]) -> impl Iterator<Item = (&'a
 /// latest page view of its page before it: trackers send it when the page
 /// is hidden or just before the next page view, which may reach the server
 /// first.
-fn engagement(rows: &[Row], out: &mut Vec<(u64, u64)>, latest: &mut Vec<(u32, usize)>) {
+pub(super) fn engagement(rows: &[Row], out: &mut Vec<(u64, u64)>, latest: &mut Vec<(u32, usize)>) {
     per_page(rows, out, latest, (0, 0), |r, (engaged, scroll)| {
         if !r.vitals_only {
             *engaged = engaged.saturating_add(r.engaged_ms);

@@ -7,7 +7,9 @@
 //! day's transitions table, [`crate::journey::DayTable`]).
 
 use super::dict::NONE;
-use super::rows::{Dicts, Row};
+use super::engine::{VisitView, engagement};
+use super::goals::{RowGoal, page_depths};
+use super::rows::Dicts;
 use crate::event::Kind;
 use crate::goal::Matcher;
 use crate::journey::{
@@ -29,8 +31,14 @@ pub(crate) struct Follow {
     shape: Shape<u32>,
     steps: usize,
     day_rows: usize,
-    /// Backward: the goal, and its answers by path or name id.
-    goal: Option<(Matcher, Vec<u8>)>,
+    /// Backward: the goal, and its test on rows.
+    goal: Option<(Matcher, RowGoal)>,
+    /// Scratch: each page view's engagement, and the latest page view of
+    /// each page (a scroll goal's).
+    engaged: Vec<(u64, u64)>,
+    latest: Vec<(u32, usize)>,
+    /// Scratch: per row, [`page_depths`]'s.
+    depths: Vec<u64>,
     days: BTreeMap<Date, Day>,
     counts: JourneyCounts,
     /// Each day's counts apart (the job's rollups), not added up.
@@ -59,7 +67,13 @@ impl Follow {
             shape,
             steps: q.steps,
             day_rows: q.day_rows,
-            goal: goal.map(|m| (m, Vec::new())),
+            goal: goal.map(|m| {
+                let row = RowGoal::new(&m, d);
+                (m, row)
+            }),
+            engaged: Vec::new(),
+            latest: Vec::new(),
+            depths: Vec::new(),
             days: BTreeMap::new(),
             counts: JourneyCounts::empty(q.steps),
             by_day: None,
@@ -75,14 +89,21 @@ impl Follow {
     }
 
     /// A kept visit (its rows in order) that started on local day `day`.
-    pub(crate) fn visit(&mut self, d: &Dicts, rows: &[Row], day: Date) {
+    pub(crate) fn visit(&mut self, d: &Dicts, v: &VisitView<'_>, day: Date) {
+        let rows = v.rows;
         let Some(first) = rows.first() else { return };
         self.route.clear();
+        self.depths.clear();
+        if self.goal.as_ref().is_some_and(|(m, _)| m.scrolls()) {
+            engagement(rows, &mut self.engaged, &mut self.latest);
+            page_depths(rows, &self.engaged, &mut self.depths);
+        }
         let mut converted = None;
-        for r in rows {
-            if let Some((m, memo)) = &mut self.goal
+        for (i, r) in rows.iter().enumerate() {
+            let depth = self.depths.get(i).copied().unwrap_or(0);
+            if let Some((m, test)) = &mut self.goal
                 && converted.is_none()
-                && converts(m, memo, r, d)
+                && test.converts(m, r, depth, v.pairs, d)
             {
                 converted = Some(self.route.len());
                 break;
@@ -164,21 +185,4 @@ impl Follow {
     pub(crate) fn finish(self) -> (JourneyCounts, BTreeMap<Date, JourneyCounts>) {
         (self.counts, self.by_day.unwrap_or_default())
     }
-}
-
-/// Whether row `r` converts the goal (memoised by path or name id).
-fn converts(m: &Matcher, memo: &mut Vec<u8>, r: &Row, d: &Dicts) -> bool {
-    let (id, path, name) = match (m.on_events(), r.kind) {
-        (true, Kind::Custom) if r.name != NONE => (r.name, "", Some(d.name.name(r.name))),
-        (false, Kind::PageView) if r.path != NONE => (r.path, d.path.name(r.path), None),
-        _ => return false,
-    };
-    let i = id as usize;
-    if memo.len() <= i {
-        memo.resize(i + 1, 0);
-    }
-    if memo[i] == 0 {
-        memo[i] = 1 + u8::from(m.converts_parts(r.kind, path, name));
-    }
-    memo[i] == 2
 }

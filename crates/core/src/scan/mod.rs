@@ -105,6 +105,7 @@
 
 mod dict;
 mod engine;
+mod goals;
 mod journeys;
 mod open;
 pub(crate) mod rows;
@@ -255,7 +256,7 @@ impl<K: Ord + Copy, B: Fn(Millis) -> Option<K>> Sink<'_, K, B> {
         if let Some(f) = &mut self.follow
             && pending.len() > before
         {
-            f.visit(&self.dicts, v.rows, day);
+            f.visit(&self.dicts, v, day);
         }
     }
 }

@@ -194,6 +194,21 @@ impl Dicts {
         id
     }
 
+    /// The id of a property key whose values are kept from now on (a key
+    /// only counted so far is kept from its next event).
+    pub(crate) fn keep(&mut self, key: &str) -> u32 {
+        if !self.proj.other_keys.iter().any(|k| k == key) {
+            self.proj.other_keys.push(key.to_owned());
+        }
+        let id = self.key(key);
+        if let Some(kind) = self.key_kind.get_mut(id as usize)
+            && *kind == KeyUse::Counted
+        {
+            *kind = KeyUse::Kept;
+        }
+        id
+    }
+
     /// Whether any key's values may be kept.
     pub(crate) fn keeps_keys(&self) -> bool {
         !self.proj.fold_keys.is_empty()

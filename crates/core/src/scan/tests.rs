@@ -250,6 +250,32 @@ fn goals() -> Vec<(String, Matcher)> {
         ("G-exact", page("/a", PageMatch::Exact)),
         ("G-wild", page("/blog/*", PageMatch::Wildcard)),
         ("G-regex", page("^/(a|b)$", PageMatch::Regex)),
+        (
+            "G-props",
+            GoalRule::EventProps {
+                name: "Signup".into(),
+                props: [("plan".to_owned(), "pro".to_owned())].into(),
+            },
+        ),
+        (
+            "G-props2",
+            GoalRule::EventProps {
+                name: "Buy".into(),
+                props: [
+                    ("plan".to_owned(), "free".to_owned()),
+                    ("k".to_owned(), "pro".to_owned()),
+                ]
+                .into(),
+            },
+        ),
+        (
+            "G-scroll",
+            GoalRule::Scroll {
+                pattern: "/blog/*".into(),
+                matching: PageMatch::Wildcard,
+                depth: 50,
+            },
+        ),
     ]
     .into_iter()
     .map(|(name, rule)| {
@@ -443,7 +469,7 @@ proptest! {
         (events, ny) in arb_case(),
         dims in any::<u32>(),
         props in 0u64..16,
-        goal_mask in 0u64..16,
+        goal_mask in 0u64..128,
         filters in proptest::collection::vec(0usize..FILTERS.len(), 0..3),
         top_n in proptest::option::of(1usize..4),
         buckets in arb_buckets(),
