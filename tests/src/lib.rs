@@ -322,3 +322,15 @@ impl Api {
         body
     }
 }
+
+/// An empty mail outbox of its own in the temporary directory.
+pub fn temp_outbox(name: &str) -> tally_mail::Outbox {
+    tally_mail::Outbox::new(std::env::temp_dir().join(format!(
+        "tally-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )))
+}

@@ -168,6 +168,26 @@ fn build(
     }
 }
 
+/// One page view of visitor `visitor` (its own address, so its own
+/// visitor id) at `at`, built by the real ingest pipeline: scripted series
+/// whose hourly visitors are known by construction.
+pub fn pageview(site: &Site, visitor: u64, at: Millis) -> Seeded {
+    let secret = Secret::new(b"seed-secret".to_vec());
+    let host = site.domains[0].trim_start_matches("*.").to_owned();
+    let body = serde_json::json!({
+        "s": site.id, "sid": format!("v{visitor}x{at}"), "e": "pageview",
+        "u": format!("https://{host}/"), "r": "", "sw": 1440, "sh": 900, "tz": "UTC",
+    });
+    let ip = format!(
+        "10.{}.{}.{}",
+        visitor % 250,
+        (visitor / 250) % 250,
+        visitor / 62_500
+    );
+    let mut n = u64::try_from(at).unwrap_or(0) * 1_000 + visitor;
+    build(&body, site, &site.zone(), &secret, &ip, UAS[0], at, &mut n)
+}
+
 /// Writes seeded events through the store, 32 at a time.
 pub async fn store_events(store: &Store, site: &Site, events: &[Seeded]) {
     let results: Vec<_> = stream::iter(events)

@@ -30,15 +30,7 @@ fn at(zone: &str, local: &str) -> i64 {
 }
 
 fn outbox(name: &str) -> Outbox {
-    let dir = std::env::temp_dir().join(format!(
-        "tally-email-reports-{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    Outbox::new(dir)
+    tally_tests::temp_outbox(&format!("email-reports-{name}"))
 }
 
 async fn site(h: &Harness, id: &str, zone: &str, recipients: &[(&str, bool, bool)]) -> Site {

@@ -129,10 +129,52 @@ pub enum AlertConfigError {
     /// `drop_pct` is 100 or more (a steady hour would fire).
     #[error("the drop factor must be below 100 %")]
     DropFactor,
-    /// `cooldown_hours` is 0.
-    #[error("the cooldown must be at least one hour")]
+    /// `cooldown_hours` is 0 or above [`MAX_COOLDOWN_HOURS`].
+    #[error("the cooldown must be 1 to 168 hours")]
     Cooldown,
+    /// `spread_pct` above [`MAX_PCT`], `spike_pct` above it, or
+    /// `min_volume` above [`MAX_MIN_VOLUME`].
+    #[error(
+        "a threshold is out of range (percentages at most 10000, minimum volume at most 1000000000)"
+    )]
+    OutOfRange,
+    /// An alert address is not an email address.
+    #[error("not an email address")]
+    Email,
+    /// More than [`MAX_ALERT_EMAILS`] addresses.
+    #[error("at most 10 alert addresses")]
+    TooManyEmails,
+    /// A webhook URL refused (the reason).
+    #[error("invalid webhook URL: {0}")]
+    Url(&'static str),
+    /// Alerts turned on without a channel to send them to.
+    #[error("alerts need at least one channel (an address, a Slack or a webhook URL)")]
+    NoChannel,
 }
+
+impl AlertConfigError {
+    /// The machine code of the error body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::MinVolume => "invalid_min_volume",
+            Self::SpikeFactor => "invalid_spike_pct",
+            Self::DropFactor => "invalid_drop_pct",
+            Self::Cooldown => "invalid_cooldown",
+            Self::OutOfRange => "threshold_out_of_range",
+            Self::Email => "invalid_email",
+            Self::TooManyEmails => "too_many_emails",
+            Self::Url(_) => "invalid_url",
+            Self::NoChannel => "no_channel",
+        }
+    }
+}
+
+/// The longest cooldown: a week.
+pub const MAX_COOLDOWN_HOURS: u32 = 168;
+/// The largest percentage a threshold takes.
+pub const MAX_PCT: u32 = 10_000;
+/// The largest minimum volume.
+pub const MAX_MIN_VOLUME: u64 = 1_000_000_000;
 
 impl AlertConfig {
     /// Checks the settings.
@@ -146,8 +188,12 @@ impl AlertConfig {
         if self.drop_pct >= 100 {
             return Err(AlertConfigError::DropFactor);
         }
-        if self.cooldown_hours == 0 {
+        if self.cooldown_hours == 0 || self.cooldown_hours > MAX_COOLDOWN_HOURS {
             return Err(AlertConfigError::Cooldown);
+        }
+        if self.spike_pct > MAX_PCT || self.spread_pct > MAX_PCT || self.min_volume > MAX_MIN_VOLUME
+        {
+            return Err(AlertConfigError::OutOfRange);
         }
         Ok(())
     }
@@ -579,6 +625,257 @@ impl DeliveryRecord {
     }
 }
 
+/// The hour the job judges at `now`: the UTC hour before the current one
+/// (sealed: the job runs at 20 past).
+pub fn sealed_hour(now: Millis) -> Millis {
+    now.div_euclid(HOUR_MS) * HOUR_MS - HOUR_MS
+}
+
+/// The hours whose counts [`detect`] reads for `hour`: its baseline's
+/// candidates ([`baseline_samples`]' window and hour of week), oldest
+/// first, then `hour` itself. The job reads exactly these (at most about
+/// ten), not the whole eight weeks.
+pub fn sample_hours(zone: &Zone, hour: Millis) -> Vec<Millis> {
+    let slot = hour_of_week(zone, hour);
+    let from = hour - BASELINE_WEEKS * WEEK_MS - crate::DAY_MS;
+    let to = hour - crate::DAY_MS;
+    let mut out: Vec<Millis> = (0..)
+        .map(|i| from + i * HOUR_MS)
+        .take_while(|&t| t < to)
+        .filter(|&t| hour_of_week(zone, t) == slot)
+        .collect();
+    out.push(hour);
+    out
+}
+
+/// The most alert addresses a site has.
+pub const MAX_ALERT_EMAILS: usize = 10;
+
+/// The longest webhook URL accepted.
+pub const MAX_URL_LEN: usize = 2000;
+
+/// A site's alert settings as stored: whether the job judges its hours,
+/// the model's thresholds and where alerts go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertSettings {
+    /// Whether the job judges the site's hours.
+    pub enabled: bool,
+    /// The thresholds.
+    pub config: AlertConfig,
+    /// Addresses mailed (normalised).
+    pub emails: Vec<String>,
+    /// A Slack incoming webhook (its path is a credential: never logged,
+    /// shown as [`redact_url`]).
+    pub slack_url: Option<String>,
+    /// The generic webhook.
+    pub webhook_url: Option<String>,
+    /// The generic webhook's signing secret (`whsec_` + 64 hex digits),
+    /// made when its URL is first set; the HMAC key is this text's bytes.
+    pub webhook_secret: Option<String>,
+    /// When the settings were last written, Unix ms.
+    pub updated_at: Millis,
+}
+
+impl AlertSettings {
+    /// The channels configured, in delivery order.
+    pub fn channels(&self) -> Vec<Channel> {
+        let mut out = Vec::new();
+        if !self.emails.is_empty() {
+            out.push(Channel::Email);
+        }
+        if self.slack_url.is_some() {
+            out.push(Channel::Slack);
+        }
+        if self.webhook_url.is_some() {
+            out.push(Channel::Webhook);
+        }
+        out
+    }
+}
+
+/// A change of a site's alert settings, as the console's body and the
+/// CLI's flags give it: every field optional (unchanged when absent); an
+/// empty URL removes that channel.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertSpec {
+    /// Turn alerts on or off.
+    pub enabled: Option<bool>,
+    /// Spikes, drops or both.
+    pub watch: Option<Watch>,
+    /// [`AlertConfig::min_volume`].
+    pub min_volume: Option<u64>,
+    /// [`AlertConfig::spike_pct`].
+    pub spike_pct: Option<u32>,
+    /// [`AlertConfig::spread_pct`].
+    pub spread_pct: Option<u32>,
+    /// [`AlertConfig::drop_pct`].
+    pub drop_pct: Option<u32>,
+    /// [`AlertConfig::cooldown_hours`].
+    pub cooldown_hours: Option<u32>,
+    /// The addresses (the whole list).
+    pub emails: Option<Vec<String>>,
+    /// The Slack incoming webhook (`""` removes it).
+    pub slack_url: Option<String>,
+    /// The generic webhook (`""` removes it and its secret).
+    pub webhook_url: Option<String>,
+    /// Make a new signing secret for the generic webhook.
+    #[serde(default)]
+    pub rotate_secret: bool,
+}
+
+impl AlertSpec {
+    /// The settings after this change of `current` (none: the defaults,
+    /// off), checked: thresholds by [`AlertConfig::validate`], addresses
+    /// normalised (at most [`MAX_ALERT_EMAILS`]), URLs by [`check_url`]
+    /// (`allow_local`: plain `http` to this machine, as in `tally dev`),
+    /// a channel when on. `fresh_secret` (random bytes from the caller)
+    /// becomes the signing secret when a webhook URL is set without one or
+    /// `rotate_secret` asks.
+    pub fn apply(
+        self,
+        current: Option<&AlertSettings>,
+        fresh_secret: &[u8; 32],
+        allow_local: bool,
+        now: Millis,
+    ) -> Result<AlertSettings, AlertConfigError> {
+        let mut s = current.cloned().unwrap_or(AlertSettings {
+            enabled: false,
+            config: AlertConfig::default(),
+            emails: Vec::new(),
+            slack_url: None,
+            webhook_url: None,
+            webhook_secret: None,
+            updated_at: now,
+        });
+        let c = &mut s.config;
+        c.watch = self.watch.unwrap_or(c.watch);
+        c.min_volume = self.min_volume.unwrap_or(c.min_volume);
+        c.spike_pct = self.spike_pct.unwrap_or(c.spike_pct);
+        c.spread_pct = self.spread_pct.unwrap_or(c.spread_pct);
+        c.drop_pct = self.drop_pct.unwrap_or(c.drop_pct);
+        c.cooldown_hours = self.cooldown_hours.unwrap_or(c.cooldown_hours);
+        c.validate()?;
+        if let Some(emails) = self.emails {
+            let mut list = Vec::new();
+            for e in emails {
+                let e =
+                    crate::account::record::normalize_email(&e).ok_or(AlertConfigError::Email)?;
+                if !list.contains(&e) {
+                    list.push(e);
+                }
+            }
+            if list.len() > MAX_ALERT_EMAILS {
+                return Err(AlertConfigError::TooManyEmails);
+            }
+            s.emails = list;
+        }
+        let url = |raw: String| -> Result<Option<String>, AlertConfigError> {
+            if raw.trim().is_empty() {
+                Ok(None)
+            } else {
+                check_url(&raw, allow_local).map(Some)
+            }
+        };
+        if let Some(raw) = self.slack_url {
+            s.slack_url = url(raw)?;
+        }
+        if let Some(raw) = self.webhook_url {
+            s.webhook_url = url(raw)?;
+        }
+        if s.webhook_url.is_none() {
+            s.webhook_secret = None;
+        } else if s.webhook_secret.is_none() || self.rotate_secret {
+            s.webhook_secret = Some(format!("whsec_{}", hex(fresh_secret)));
+        }
+        s.enabled = self.enabled.unwrap_or(s.enabled);
+        if s.enabled && s.channels().is_empty() {
+            return Err(AlertConfigError::NoChannel);
+        }
+        s.updated_at = now;
+        Ok(s)
+    }
+}
+
+/// Checks a Slack or webhook URL: `https` with a host, no user or
+/// password, at most [`MAX_URL_LEN`] bytes, not an IP address of this
+/// machine or a private network; with `allow_local` (`tally dev`, tests)
+/// also plain `http` to `localhost`, `127.0.0.1` or `[::1]`. The URL as
+/// parsed is returned.
+pub fn check_url(raw: &str, allow_local: bool) -> Result<String, AlertConfigError> {
+    use std::net::IpAddr;
+    let raw = raw.trim();
+    if raw.len() > MAX_URL_LEN {
+        return Err(AlertConfigError::Url("longer than 2000 characters"));
+    }
+    let url = url::Url::parse(raw).map_err(|_| AlertConfigError::Url("not a URL"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(AlertConfigError::Url("a user or password in the URL"));
+    }
+    let local = match url.host() {
+        None => return Err(AlertConfigError::Url("no host")),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => {
+            let ip = IpAddr::V4(ip);
+            if !allow_local && internal(ip) {
+                return Err(AlertConfigError::Url("an internal address"));
+            }
+            ip.is_loopback()
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            let ip = IpAddr::V6(ip);
+            if !allow_local && internal(ip) {
+                return Err(AlertConfigError::Url("an internal address"));
+            }
+            ip.is_loopback()
+        }
+    };
+    match url.scheme() {
+        "https" if !local || allow_local => Ok(url.to_string()),
+        "http" if local && allow_local => Ok(url.to_string()),
+        "https" => Err(AlertConfigError::Url("an internal address")),
+        _ => Err(AlertConfigError::Url("not https")),
+    }
+}
+
+/// Loopback, private, link-local (cloud metadata), unspecified.
+fn internal(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+        }
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| internal(IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// A URL as shown and logged: its scheme and host, the path (a Slack
+/// webhook's credential) hidden.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!(
+            "{}://{}{}/…",
+            u.scheme(),
+            u.host_str().unwrap_or(""),
+            u.port().map(|p| format!(":{p}")).unwrap_or_default()
+        ),
+        Err(_) => "…".to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -921,6 +1218,203 @@ mod tests {
         assert_eq!(r.next_at, None);
         let r = DeliveryRecord::new(Channel::Email, T0, 5, T0, None, false);
         assert_eq!(r.next_at, None);
+    }
+
+    #[test]
+    fn the_hours_read_are_the_baselines_candidates_and_the_hour() {
+        for zone in [
+            "UTC",
+            "America/New_York",
+            "Pacific/Auckland",
+            "Asia/Kolkata",
+        ] {
+            let zone = Zone::parse(zone).unwrap();
+            for hour in [
+                T0 + 9 * WEEK_MS,
+                at("America/New_York", "2026-03-15T02:00"),
+                at("Pacific/Auckland", "2026-04-07T02:00"),
+            ] {
+                let hours = sample_hours(&zone, hour);
+                // Counted independently: a series whose every hour's count
+                // is its own index, so the samples name the hours picked.
+                let s = series(hour, |t| ((t - (hour - 9 * WEEK_MS)) / HOUR_MS) as u64);
+                let picked: Vec<Millis> = baseline_samples(&s, &zone, hour)
+                    .into_iter()
+                    .map(|i| hour - 9 * WEEK_MS + i as i64 * HOUR_MS)
+                    .collect();
+                assert_eq!(
+                    &hours[..hours.len() - 1],
+                    picked.as_slice(),
+                    "{}",
+                    zone.name()
+                );
+                assert_eq!(hours.last(), Some(&hour));
+                assert!((7..=9).contains(&(hours.len() - 1)), "{}", hours.len());
+            }
+        }
+        assert_eq!(sealed_hour(T0 + 20 * MINUTE_MS), T0 - HOUR_MS);
+        assert_eq!(sealed_hour(T0), T0 - HOUR_MS);
+    }
+
+    #[test]
+    fn webhook_urls_are_https_and_not_internal() {
+        for (url, local, want) in [
+            ("https://hooks.slack.com/services/T/B/x", false, Ok(())),
+            ("https://example.com:8443/hook?a=1", false, Ok(())),
+            ("http://example.com/hook", false, Err("not https")),
+            ("http://example.com/hook", true, Err("not https")),
+            (
+                "http://127.0.0.1:9000/hook",
+                false,
+                Err("an internal address"),
+            ),
+            ("http://127.0.0.1:9000/hook", true, Ok(())),
+            ("http://localhost:9000/hook", true, Ok(())),
+            ("http://localhost:9000/hook", false, Err("not https")),
+            ("https://localhost/hook", false, Err("an internal address")),
+            (
+                "https://169.254.169.254/latest",
+                false,
+                Err("an internal address"),
+            ),
+            ("https://10.0.0.1/", false, Err("an internal address")),
+            ("https://[fd00::1]/", false, Err("an internal address")),
+            (
+                "https://[::ffff:192.168.0.1]/",
+                false,
+                Err("an internal address"),
+            ),
+            (
+                "https://user:pw@example.com/",
+                false,
+                Err("a user or password in the URL"),
+            ),
+            ("ftp://example.com/", false, Err("not https")),
+            ("hooks.slack.com/services", false, Err("not a URL")),
+        ] {
+            assert_eq!(
+                check_url(url, local).map(|_| ()),
+                want.map_err(AlertConfigError::Url),
+                "{url} {local}"
+            );
+        }
+        let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
+        assert!(check_url(&long, false).is_err());
+        assert_eq!(
+            redact_url("https://hooks.slack.com/services/T0/B0/secret"),
+            "https://hooks.slack.com/…"
+        );
+        assert_eq!(
+            redact_url("http://127.0.0.1:9000/x"),
+            "http://127.0.0.1:9000/…"
+        );
+    }
+
+    #[test]
+    fn a_spec_changes_only_what_it_names_and_makes_the_secret_once() {
+        let one = [1u8; 32];
+        let two = [2u8; 32];
+        let s = AlertSpec {
+            enabled: Some(true),
+            emails: Some(vec![" Ops@Example.com ".into(), "ops@example.com".into()]),
+            webhook_url: Some("https://example.com/hook".into()),
+            spike_pct: Some(250),
+            ..AlertSpec::default()
+        }
+        .apply(None, &one, false, 5)
+        .unwrap();
+        assert_eq!(s.emails, ["ops@example.com"]);
+        assert_eq!(s.config.spike_pct, 250);
+        assert_eq!(s.config.drop_pct, AlertConfig::default().drop_pct);
+        let secret = format!("whsec_{}", "01".repeat(32));
+        assert_eq!(s.webhook_secret.as_deref(), Some(secret.as_str()));
+        assert_eq!(s.channels(), [Channel::Email, Channel::Webhook]);
+        // Another change keeps the secret; a rotation replaces it.
+        let kept = AlertSpec {
+            cooldown_hours: Some(2),
+            ..AlertSpec::default()
+        }
+        .apply(Some(&s), &two, false, 6)
+        .unwrap();
+        assert_eq!(
+            (
+                kept.webhook_secret.clone(),
+                kept.config.cooldown_hours,
+                kept.config.spike_pct
+            ),
+            (s.webhook_secret.clone(), 2, 250)
+        );
+        let rotated = AlertSpec {
+            rotate_secret: true,
+            ..AlertSpec::default()
+        }
+        .apply(Some(&s), &two, false, 6)
+        .unwrap();
+        assert_eq!(
+            rotated.webhook_secret,
+            Some(format!("whsec_{}", "02".repeat(32)))
+        );
+        // Removing the last channel of an enabled site is refused.
+        for (spec, err) in [
+            (
+                AlertSpec {
+                    webhook_url: Some(String::new()),
+                    emails: Some(vec![]),
+                    ..AlertSpec::default()
+                },
+                AlertConfigError::NoChannel,
+            ),
+            (
+                AlertSpec {
+                    emails: Some(vec!["nope".into()]),
+                    ..AlertSpec::default()
+                },
+                AlertConfigError::Email,
+            ),
+            (
+                AlertSpec {
+                    emails: Some((0..11).map(|i| format!("a{i}@example.com")).collect()),
+                    ..AlertSpec::default()
+                },
+                AlertConfigError::TooManyEmails,
+            ),
+            (
+                AlertSpec {
+                    cooldown_hours: Some(169),
+                    ..AlertSpec::default()
+                },
+                AlertConfigError::Cooldown,
+            ),
+            (
+                AlertSpec {
+                    spread_pct: Some(10_001),
+                    ..AlertSpec::default()
+                },
+                AlertConfigError::OutOfRange,
+            ),
+            (
+                AlertSpec {
+                    slack_url: Some("http://hooks.slack.com/x".into()),
+                    ..AlertSpec::default()
+                },
+                AlertConfigError::Url("not https"),
+            ),
+        ] {
+            assert_eq!(spec.apply(Some(&s), &two, false, 7), Err(err));
+        }
+        // Off, the last channel may go, and the secret goes with its URL.
+        let off = AlertSpec {
+            enabled: Some(false),
+            webhook_url: Some(String::new()),
+            emails: Some(vec![]),
+            ..AlertSpec::default()
+        }
+        .apply(Some(&s), &two, false, 8)
+        .unwrap();
+        assert_eq!(
+            (off.enabled, off.webhook_secret.clone(), off.channels()),
+            (false, None, vec![])
+        );
     }
 
     fn zones() -> impl Strategy<Value = Zone> {

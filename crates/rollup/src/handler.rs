@@ -1,5 +1,6 @@
 //! The Lambda handler: an EventBridge scheduled event in, a run report out.
 
+use crate::alerts::AlertJob;
 use crate::reports::ReportJob;
 use crate::{JobConfig, RunReport, run};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -56,17 +57,19 @@ pub async fn handle<C: Clock>(
     clock: &C,
     event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
 ) -> Result<RunReport, tally_store::StoreError> {
-    handle_with_reports(store, clock, event, None).await
+    handle_with_steps(store, clock, event, None, None).await
 }
 
 /// [`handle`], then step 3, the email reports due ([`crate::reports`]),
-/// when a mailer is configured. A failed reports step is logged; the run's
-/// report stands.
-pub async fn handle_with_reports<C: Clock>(
+/// when a mailer is configured, and step 4, traffic alerts
+/// ([`crate::alerts`]), when a webhook client is. A failed step is logged;
+/// the run's report stands.
+pub async fn handle_with_steps<C: Clock>(
     store: &Store,
     clock: &C,
     event: LambdaEvent<EventBridgeEvent<serde_json::Value>>,
     reports: Option<&ReportJob<'_>>,
+    alerts: Option<&AlertJob<'_>>,
 ) -> Result<RunReport, tally_store::StoreError> {
     let deadline = event
         .context
@@ -104,6 +107,15 @@ pub async fn handle_with_reports<C: Clock>(
         };
         if let Err(e) = crate::reports::send_due(store, clock.now(), &job).await {
             tracing::error!(error = %e, "email reports failed");
+        }
+    }
+    if let Some(job) = alerts {
+        let job = AlertJob {
+            site: config.site.as_deref(),
+            ..*job
+        };
+        if let Err(e) = crate::alerts::run_due(store, clock.now(), &job).await {
+            tracing::error!(error = %e, "traffic alerts failed");
         }
     }
     Ok(report)

@@ -28,10 +28,12 @@
 //! scan, so they hold one day's working set, not its events
 //! (BENCHMARKS.md, "The job's memory").
 
+pub mod alerts;
 pub mod compact;
 pub mod handler;
 pub mod quarantine;
 pub mod reports;
+pub mod webhook;
 
 use crate::compact::{CompactReport, Shrink, compact_days_with, compact_site};
 use futures::stream::{FuturesUnordered, StreamExt};

@@ -17,6 +17,15 @@ async fn main() -> Result<(), Error> {
         Some(ses) => Some(Arc::new(tally_mail::Ses::connect(&ses).await?)),
         None => None,
     };
+    // Traffic alerts post webhooks with this client (the system's roots);
+    // without it only their email channel could work, so the step is off.
+    let webhooks = match tally_rollup::webhook::Webhooks::new() {
+        Ok(w) => Some(Arc::new(w)),
+        Err(e) => {
+            tracing::error!(error = %e, "traffic alerts are off");
+            None
+        }
+    };
     let public_url = std::env::var("PUBLIC_URL")
         .unwrap_or_default()
         .trim_end_matches('/')
@@ -25,19 +34,27 @@ async fn main() -> Result<(), Error> {
         move |event: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
             let store = store.clone();
             let mailer = mailer.clone();
+            let webhooks = webhooks.clone();
             let public_url = public_url.clone();
             async move {
                 let job = mailer.as_deref().map(|m| tally_rollup::reports::ReportJob {
                     mailer: m,
-                    public_url,
+                    public_url: public_url.clone(),
+                    site: None,
+                });
+                let alerts = webhooks.as_deref().map(|w| tally_rollup::alerts::AlertJob {
+                    mailer: mailer.as_deref().map(|m| m as &dyn tally_mail::Mailer),
+                    poster: w,
+                    public_url: &public_url,
                     site: None,
                 });
                 Ok::<_, Error>(
-                    tally_rollup::handler::handle_with_reports(
+                    tally_rollup::handler::handle_with_steps(
                         &store,
                         &SystemClock,
                         event,
                         job.as_ref(),
+                        alerts.as_ref(),
                     )
                     .await?,
                 )

@@ -19,9 +19,12 @@
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
 //! - [`accounts`]: the console's users, sessions, memberships, invites,
 //!   setup tokens, settings, audit entries and guess windows.
+//! - [`alerts`]: a site's traffic alert settings, recorded alerts and
+//!   their deliveries.
 //! - [`clock`]: the clock the handlers are given.
 
 pub mod accounts;
+pub mod alerts;
 pub mod bots;
 pub mod client;
 pub mod clock;

@@ -1,0 +1,373 @@
+//! Traffic alerts (issue 23, item 2) run by the scheduled job's alerts
+//! step with a manual clock over scripted hourly series written through
+//! the store as ingest builds events: an injected spike alerts exactly
+//! once on every channel (a local webhook receiver, a Slack stand-in, the
+//! mail outbox), its `Tally-Signature` verifies with an HMAC computed here
+//! (ring); a flat site and a low-volume site get none; a rerun sends
+//! nothing; a failing receiver is retried when due, every attempt in the
+//! delivery log, and given up after the last retry; a second spike inside
+//! the cooldown sends nothing.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+use tally_core::alert::{AlertSpec, Channel, RETRY_DELAYS_MS};
+use tally_core::site::Site;
+use tally_core::{HOUR_MS, MINUTE_MS, Millis};
+use tally_mail::Outbox;
+use tally_rollup::alerts::{AlertJob, AlertsReport, run_due};
+use tally_rollup::webhook::Webhooks;
+use tally_store::Store;
+use tally_tests::Harness;
+use tally_tests::seed::{pageview, store_events};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const WEEK: Millis = 7 * 24 * HOUR_MS;
+/// 2026-06-01T10:00Z, a Monday: the sealed hour of the first run.
+const H: Millis = 1_780_272_000_000 + 10 * HOUR_MS;
+/// The job's run after it (20 past).
+const RUN: Millis = H + HOUR_MS + 20 * MINUTE_MS;
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Received {
+    path: String,
+    signature: Option<String>,
+    body: String,
+}
+
+/// A local HTTP receiver on 127.0.0.1:0 answering each request with the
+/// next scripted status (the last one repeated), recording every request.
+struct Receiver {
+    url: String,
+    got: Arc<Mutex<Vec<Received>>>,
+}
+
+impl Receiver {
+    async fn start(statuses: Vec<u16>) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let got: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let log = got.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let (head, body) = loop {
+                    let n = socket.read(&mut chunk).await.unwrap();
+                    assert!(n > 0, "the client closed early");
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= len {
+                            break (head.to_owned(), body[..len].to_owned());
+                        }
+                    }
+                };
+                let path = head.split(' ').nth(1).unwrap().to_owned();
+                let signature = head.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("tally-signature")
+                        .then(|| v.trim().to_owned())
+                });
+                let status = {
+                    let mut log = log.lock().unwrap();
+                    log.push(Received {
+                        path,
+                        signature,
+                        body,
+                    });
+                    statuses[(log.len() - 1).min(statuses.len() - 1)]
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+                );
+                socket.write_all(answer.as_bytes()).await.unwrap();
+                let _ = socket.shutdown().await;
+            }
+        });
+        Self { url, got }
+    }
+
+    fn got(&self) -> Vec<Received> {
+        self.got.lock().unwrap().clone()
+    }
+}
+
+/// A site whose hour `hour` has `observed` visitors and whose same hour in
+/// each of the 8 weeks before has `weeks[w]` (w = 0 the week before),
+/// written as one page view per visitor.
+async fn series(h: &Harness, site: &Site, hour: Millis, observed: u64, weeks: &[u64; 8]) {
+    let mut events = Vec::new();
+    for (w, n) in std::iter::once(observed)
+        .chain(weeks.iter().copied())
+        .enumerate()
+    {
+        let start = hour - w as i64 * WEEK;
+        for v in 0..n {
+            events.push(pageview(site, v, start + v as i64 * 5_000));
+        }
+    }
+    store_events(&h.store, site, &events).await;
+}
+
+async fn site(h: &Harness, id: &str, receiver: &Receiver, spec: AlertSpec) -> Site {
+    let mut site = Site::new(id, &[format!("{id}.example")], "UTC", 0).unwrap();
+    // Raw events kept for the whole baseline (the job would otherwise read
+    // the older weeks from the segments it compacted).
+    site.retention_days = 90;
+    h.store.create_site(&site).await.unwrap();
+    let settings = AlertSpec {
+        enabled: Some(true),
+        webhook_url: Some(format!("{}/{id}/hook", receiver.url)),
+        ..spec
+    }
+    .apply(None, &[7u8; 32], true, 0)
+    .unwrap();
+    h.store.put_alert_settings(id, &settings).await.unwrap();
+    site
+}
+
+async fn run(store: &Store, now: Millis, outbox: Option<&Outbox>) -> AlertsReport {
+    let webhooks = Webhooks::new().unwrap();
+    let job = AlertJob {
+        mailer: outbox.map(|o| o as &dyn tally_mail::Mailer),
+        poster: &webhooks,
+        public_url: "https://tally.example",
+        site: None,
+    };
+    let report = run_due(store, now, &job).await.unwrap();
+    assert!(report.failed.is_empty(), "{report:?}");
+    report
+}
+
+fn outbox(name: &str) -> Outbox {
+    tally_tests::temp_outbox(&format!("alerts-{name}"))
+}
+
+/// Checks `t=…,v1=…` against the body with an HMAC-SHA256 computed here.
+fn signature_holds(secret: &str, header: &str, body: &str) -> bool {
+    let t = header
+        .split(',')
+        .find_map(|p| p.strip_prefix("t="))
+        .unwrap();
+    let v1 = header
+        .split(',')
+        .find_map(|p| p.strip_prefix("v1="))
+        .unwrap();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+    let mac = ring::hmac::sign(&key, format!("{t}.{body}").as_bytes());
+    let hex: String = mac.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    hex == v1
+}
+
+const STEADY: [u64; 8] = [30, 31, 29, 30, 32, 28, 30, 31];
+
+#[tokio::test]
+async fn an_injected_spike_alerts_once_on_every_channel_and_its_signature_verifies() {
+    let h = Harness::start().await;
+    let rx = Receiver::start(vec![200]).await;
+    let mail = outbox("spike");
+    let spiky = site(
+        &h,
+        "spiky",
+        &rx,
+        AlertSpec {
+            emails: Some(vec!["ops@example.com".into()]),
+            slack_url: Some(format!("{}/slack/T0/B0/secret", rx.url)),
+            ..AlertSpec::default()
+        },
+    )
+    .await;
+    series(&h, &spiky, H, 150, &STEADY).await;
+    let flat = site(&h, "flat", &rx, AlertSpec::default()).await;
+    series(&h, &flat, H, 31, &STEADY).await;
+    // Tenfold, but its baseline (3) is under the minimum volume (20).
+    let quiet = site(&h, "quiet", &rx, AlertSpec::default()).await;
+    series(&h, &quiet, H, 30, &[3; 8]).await;
+
+    let report = run(&h.store, RUN, Some(&mail)).await;
+    assert_eq!(
+        (
+            report.judged,
+            report.fired,
+            report.attempts,
+            report.delivered
+        ),
+        (3, 1, 3, 3),
+        "{report:?}"
+    );
+    let got = rx.got();
+    let mut paths: Vec<&str> = got.iter().map(|r| r.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, ["/slack/T0/B0/secret", "/spiky/hook"]);
+    let hook = got.iter().find(|r| r.path == "/spiky/hook").unwrap();
+    let body: serde_json::Value = serde_json::from_str(&hook.body).unwrap();
+    assert_eq!(body["site"], "spiky");
+    assert_eq!(body["kind"], "spike");
+    assert_eq!(body["observed"], 150);
+    assert_eq!(body["baseline"], 30.0);
+    assert_eq!(body["hour"], "2026-06-01T10:00:00+00:00");
+    let settings = h.store.alert_settings("spiky").await.unwrap().unwrap();
+    let secret = settings.webhook_secret.unwrap();
+    let header = hook.signature.as_deref().unwrap();
+    assert!(
+        header.starts_with(&format!("t={},", RUN / 1000)),
+        "{header}"
+    );
+    assert!(signature_holds(&secret, header, &hook.body));
+    assert!(!signature_holds("whsec_other", header, &hook.body));
+    assert!(!signature_holds(
+        &secret,
+        header,
+        &hook.body.replace("150", "151")
+    ));
+    let slack = got.iter().find(|r| r.path.starts_with("/slack")).unwrap();
+    assert!(slack.signature.is_none());
+    let text: serde_json::Value = serde_json::from_str(&slack.body).unwrap();
+    assert!(
+        text["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Traffic spike on spiky: 150 in the hour")
+    );
+    let mails = mail.list().unwrap();
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].message.to, "ops@example.com");
+    assert_eq!(mails[0].message.subject, "Traffic spike on spiky");
+
+    // A rerun for the same hour (same instant, and later in the hour).
+    for now in [RUN, RUN + 20 * MINUTE_MS] {
+        let again = run(&h.store, now, Some(&mail)).await;
+        assert_eq!((again.fired, again.skipped, again.attempts), (0, 1, 0));
+    }
+    assert_eq!(rx.got().len(), 2);
+    assert_eq!(mail.list().unwrap().len(), 1);
+    // The delivery log: one attempt per channel, delivered.
+    let log = h.store.deliveries_between("spiky", H, H).await.unwrap();
+    let summary: Vec<(Channel, usize, bool)> = log
+        .iter()
+        .map(|d| (d.channel, d.attempts.len(), d.delivered()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Channel::Email, 1, true),
+            (Channel::Slack, 1, true),
+            (Channel::Webhook, 1, true)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failing_receiver_is_retried_when_due_and_every_attempt_is_logged() {
+    let h = Harness::start().await;
+    let rx = Receiver::start(vec![500, 200]).await;
+    let s = site(&h, "retry", &rx, AlertSpec::default()).await;
+    series(&h, &s, H, 150, &STEADY).await;
+
+    assert_eq!(run(&h.store, RUN, None).await.attempts, 1);
+    // Not due yet: nothing is sent.
+    assert_eq!(run(&h.store, RUN + 30_000, None).await.attempts, 0);
+    assert_eq!(rx.got().len(), 1);
+    // Due (a minute after the failure): the second attempt goes through.
+    let r = run(&h.store, RUN + RETRY_DELAYS_MS[0], None).await;
+    assert_eq!((r.attempts, r.delivered, r.fired), (1, 1, 0));
+    assert_eq!(run(&h.store, RUN + HOUR_MS, None).await.attempts, 0);
+    let got = rx.got();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].body, got[1].body);
+    let log = h.store.deliveries_between("retry", H, H).await.unwrap();
+    let attempts: Vec<(u32, Option<u16>, bool, Option<Millis>)> = log[0]
+        .attempts
+        .iter()
+        .map(|a| (a.attempt, a.status, a.ok, a.next_at))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (1, Some(500), false, Some(RUN + RETRY_DELAYS_MS[0])),
+            (2, Some(200), true, None)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_receiver_that_keeps_failing_is_given_up_after_the_last_retry() {
+    let h = Harness::start().await;
+    let rx = Receiver::start(vec![503]).await;
+    let s = site(&h, "down", &rx, AlertSpec::default()).await;
+    series(&h, &s, H, 150, &STEADY).await;
+    // Each run at the instant the schedule makes the next attempt due.
+    let mut at = RUN;
+    let mut given_up = 0;
+    for delay in std::iter::once(0).chain(RETRY_DELAYS_MS) {
+        at += delay;
+        let r = run(&h.store, at, None).await;
+        assert_eq!((r.attempts, r.delivered), (1, 0), "at +{}", at - RUN);
+        given_up += r.given_up;
+    }
+    assert_eq!(given_up, 1);
+    // Nothing more, ever.
+    assert_eq!(run(&h.store, at + 3 * HOUR_MS, None).await.attempts, 0);
+    assert_eq!(rx.got().len(), 5);
+    let log = h.store.deliveries_between("down", H, H).await.unwrap();
+    let numbers: Vec<(u32, Option<u16>)> = log[0]
+        .attempts
+        .iter()
+        .map(|a| (a.attempt, a.status))
+        .collect();
+    assert_eq!(numbers, (1..=5).map(|n| (n, Some(503))).collect::<Vec<_>>());
+    assert_eq!(log[0].next_at(), None);
+}
+
+#[tokio::test]
+async fn a_second_spike_inside_the_cooldown_sends_nothing() {
+    let h = Harness::start().await;
+    let rx = Receiver::start(vec![200]).await;
+    let s = site(
+        &h,
+        "twice",
+        &rx,
+        AlertSpec {
+            cooldown_hours: Some(3),
+            ..AlertSpec::default()
+        },
+    )
+    .await;
+    // Spikes at H, H+1 h (inside the 3 h cooldown) and H+3 h (after it).
+    for k in [0, 1, 3] {
+        series(&h, &s, H + k * HOUR_MS, 150, &STEADY).await;
+    }
+    let fired: Vec<usize> = {
+        let mut out = Vec::new();
+        for k in 0..4 {
+            out.push(run(&h.store, RUN + k * HOUR_MS, None).await.fired);
+        }
+        out
+    };
+    assert_eq!(fired, [1, 0, 0, 1]);
+    let hours: Vec<String> = rx
+        .got()
+        .iter()
+        .map(|r| {
+            let b: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+            b["hour"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        hours,
+        ["2026-06-01T10:00:00+00:00", "2026-06-01T13:00:00+00:00"]
+    );
+}
