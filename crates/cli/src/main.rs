@@ -5,6 +5,7 @@
 
 mod accounts;
 mod admin;
+mod alert;
 mod dev;
 mod history;
 mod report;
@@ -102,6 +103,13 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Traffic alerts: settings, the delivery log, the job's step by hand.
+    Alert {
+        #[command(subcommand)]
+        command: alert::AlertCommand,
+        #[command(flatten)]
+        target: Target,
+    },
     /// Manage email report recipients (weekly, monthly).
     Report {
         #[command(subcommand)]
@@ -144,6 +152,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,
         Command::Share { command, target } => share::run(command, &target).await,
         Command::Report { command, target } => report::run(command, &target).await,
+        Command::Alert { command, target } => alert::run(command, &target).await,
         Command::Segment { command, target } => saved::segment(command, &target).await,
         Command::Annotation { command, target } => saved::annotation(command, &target).await,
         Command::SetupToken { target } => accounts::setup_token(&target).await,

@@ -68,7 +68,7 @@ pub enum ReportCommand {
 }
 
 /// An RFC 3339 instant as Unix milliseconds.
-fn parse_instant(s: &str) -> anyhow::Result<tally_core::Millis> {
+pub(crate) fn parse_instant(s: &str) -> anyhow::Result<tally_core::Millis> {
     let at = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
         .with_context(|| format!("invalid --at {s:?} (RFC 3339: 2026-12-07T07:20:00+13:00)"))?;
     tally_core::Millis::try_from(at.unix_timestamp_nanos() / 1_000_000)
