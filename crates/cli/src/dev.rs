@@ -202,6 +202,24 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             {
                 tracing::warn!(error = %e, "email reports failed");
             }
+            // Step 4: traffic alerts, their mail into the same outbox.
+            match tally_rollup::webhook::Webhooks::new() {
+                Ok(webhooks) => {
+                    let job = tally_rollup::alerts::AlertJob {
+                        mailer: Some(&report_outbox),
+                        poster: &webhooks,
+                        public_url: &report_url,
+                        site: None,
+                    };
+                    if let Err(e) =
+                        tally_rollup::alerts::run_due(&rollup_store, crate::admin::now_ms(), &job)
+                            .await
+                    {
+                        tracing::warn!(error = %e, "traffic alerts failed");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "traffic alerts are off"),
+            }
             let wait = tally_rollup::until_next_run(crate::admin::now_ms());
             tokio::select! {
                 _ = tokio::time::sleep(std::time::Duration::from_millis(wait)) => {}
