@@ -327,6 +327,21 @@ async function main() {
     await owner.fill(tid('goal-value'), '/pricing');
     await owner.click(tid('goal-add'));
     await owner.waitForSelector(`${tid('goal-row')}[data-name="Visit /pricing"]`);
+    await owner.selectOption(tid('goal-kind'), 'scroll');
+    await owner.fill(tid('goal-value'), '/blog/*');
+    await owner.selectOption(tid('goal-matching'), 'wildcard');
+    await owner.fill(tid('goal-depth'), '75');
+    await owner.click(tid('goal-add'));
+    const scroll = `${tid('goal-row')}[data-name="Scroll 75% on /blog/*"]`;
+    await owner.waitForSelector(scroll);
+    assert.equal(await owner.textContent(`${scroll} td:nth-child(2)`), 'Scroll 75% on /blog/* (wildcard)');
+    await owner.selectOption(tid('goal-kind'), 'event');
+    await owner.fill(tid('goal-value'), 'Signup');
+    await owner.fill(tid('goal-props'), 'plan=pro, seats=3');
+    await owner.click(tid('goal-add'));
+    const props = `${tid('goal-row')}[data-name="Signup (plan=pro, seats=3)"]`;
+    await owner.waitForSelector(props);
+    assert.equal(await owner.textContent(`${props} td:nth-child(2)`), 'Custom event Signup with plan=pro, seats=3');
   });
 
   await check('funnels: a funnel made in the UI is listed with its steps', async () => {

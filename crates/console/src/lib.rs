@@ -57,8 +57,8 @@
 //! | `DELETE sites/{site}` | O | — | `{ok: true}` |
 //! | `GET sites/{site}/snippet` | R | — | `{snippet, ingest_url}` |
 //! | `GET sites/{site}/first-pageview` | R | — | `{seen: bool, hours: 3}` |
-//! | `GET sites/{site}/goals` | R | — | `{goals: [Goal]}`, `Goal` = `{id, name, rule: {type: "page", pattern, matching: "exact"\|"wildcard"\|"regex"} \| {type: "event", name}, created_at}` |
-//! | `POST sites/{site}/goals` | C | `{event?, page?, name?, matching?}` (one of event, page) | 201 `Goal` |
+//! | `GET sites/{site}/goals` | R | — | `{goals: [Goal]}`, `Goal` = `{id, name, rule: {type: "page", pattern, matching: "exact"\|"wildcard"\|"regex"} \| {type: "scroll", pattern, matching, depth} \| {type: "event", name} \| {type: "event_props", name, props: {key: value}}, created_at}` |
+//! | `POST sites/{site}/goals` | C | `{event?, props?, page?, matching?, scroll_depth?, name?}` (one of event, page; `props` 1-3 `{key: value}` with event, `scroll_depth` 1-100 with page; else 400 `invalid_goal`, `invalid_goal_props`, `invalid_scroll_depth`) | 201 `Goal` |
 //! | `DELETE sites/{site}/goals/{id}` | C | — | `{ok: true}` |
 //! | `GET sites/{site}/funnels` | R | — | `{funnels: [Funnel]}`, `Funnel` = `{id, name, steps: [{type: "page", pattern} \| {type: "event", name}, prop?: [k, v]], mode, created_at}` |
 //! | `POST sites/{site}/funnels` | C | `{name, steps: ["/pricing", "event:Signup plan=pro"], strict?: false}` | 201 `Funnel` |
