@@ -372,7 +372,7 @@ async function main() {
     await owner.fill(tid('share-label'), 'Board');
     await owner.click(tid('share-create'));
     const link = (await owner.textContent(tid('share-url'))).trim();
-    const token = (/share=(ts_[0-9a-f]{40}\.[^&]+)/.exec(link) || [])[1];
+    const token = (/share=(ts_[0-9a-f]{56}\.[^&]+)/.exec(link) || [])[1];
     assert.ok(token, link);
     await owner.waitForSelector(tid('share-row'));
     const res = await fetch(`${http}/api/sites/${SITE.id}/access`, { headers: { authorization: `Bearer ${token}` } });

@@ -247,7 +247,7 @@ impl Rig {
         .unwrap();
         self.store.put_funnel(&site, &funnel).await.unwrap();
         let (share, _) = ShareSpec::default()
-            .build(&site, &[1; 16], &[4; 20], START)
+            .build(&site, &[1; 16], &[4; 20], None, START)
             .unwrap();
         self.store.put_share(&site, &share).await.unwrap();
         let segment = tally_core::saved_segment::SegmentSpec {
@@ -1290,6 +1290,7 @@ async fn console_and_cli_create_the_same_site() {
         &["https://WWW.Shop.example/".into(), "*.shop.example".into()],
         "Europe/Berlin",
         &settings,
+        None,
         START,
     )
     .await

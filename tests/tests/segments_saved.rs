@@ -210,7 +210,7 @@ async fn a_segment_locked_link_never_reads_wider_than_its_segment() {
         ..ShareSpec::default()
     };
     let (share, token) = spec
-        .build(&rig.site.id, &[1; 16], &[9; 20], rig.api.now)
+        .build(&rig.site.id, &[1; 16], &[9; 20], None, rig.api.now)
         .unwrap();
     rig.h.store.put_share(&rig.site.id, &share).await.unwrap();
     let link = Api {

@@ -395,6 +395,7 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
                 &domains,
                 &timezone,
                 &settings,
+                tally_cli::sites::tag_key().as_ref(),
                 now_ms(),
             )
             .await?;
@@ -459,7 +460,14 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
-            let key = tally_cli::sites::create_key(&store, &site, &label, now_ms()).await?;
+            let key = tally_cli::sites::create_key(
+                &store,
+                &site,
+                &label,
+                tally_cli::sites::tag_key().as_ref(),
+                now_ms(),
+            )
+            .await?;
             writeln!(out, "api key (shown once, store it now): {key}")?;
         }
         KeyCommand::List(SiteArg { site }) => {

@@ -119,14 +119,16 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     ensure_table(store.client(), &args.table)
         .await
         .context("creating the table")?;
-    let key = ensure_demo(&store, &args.data_dir).await?;
+    let secret = dev_secret(&args.data_dir)?;
+    // Keys, links and sessions are tagged as the deployed functions tag them.
+    let tag_key = tally_core::tag::TagKey::derive(&secret);
+    let key = ensure_demo(&store, &args.data_dir, &tag_key).await?;
     let login = if args.no_demo_owner {
         None
     } else {
         ensure_demo_owner(&store, &args.data_dir).await?
     };
 
-    let secret = dev_secret(&args.data_dir)?;
     // Invitations go to the outbox `/dev/outbox` lists.
     let console_config = tally_console::Config::new(&secret)
         .with_mailer(tally_mail::Outbox::in_data_dir(&args.data_dir));
@@ -139,7 +141,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             ..IngestConfig::from_env()
         },
         query: DynamoQuery::new(store.clone()),
-        query_config: tally_query::Config::default(),
+        query_config: tally_query::Config {
+            tag_key: Some(tag_key),
+            ..tally_query::Config::default()
+        },
         console: store.clone(),
         console_config,
     });
@@ -281,7 +286,11 @@ fn dev_secret(data_dir: &Path) -> anyhow::Result<tally_core::salt::Secret> {
     Ok(tally_store::env::secret_from(Some(value), false)?)
 }
 
-async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
+async fn ensure_demo(
+    store: &Store,
+    data_dir: &Path,
+    tag_key: &tally_core::tag::TagKey,
+) -> anyhow::Result<String> {
     if store.site(DEMO_SITE).await?.is_none() {
         let site = Site::new(
             DEMO_SITE,
@@ -303,8 +312,14 @@ async fn ensure_demo(store: &Store, data_dir: &Path) -> anyhow::Result<String> {
             return Ok(key);
         }
     }
-    let key =
-        tally_cli::sites::create_key(store, DEMO_SITE, "tally dev", crate::admin::now_ms()).await?;
+    let key = tally_cli::sites::create_key(
+        store,
+        DEMO_SITE,
+        "tally dev",
+        Some(tag_key),
+        crate::admin::now_ms(),
+    )
+    .await?;
     std::fs::write(&key_file, &key).with_context(|| format!("writing {}", key_file.display()))?;
     Ok(key)
 }

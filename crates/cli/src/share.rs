@@ -72,7 +72,13 @@ pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
                 segment,
             };
             let (record, token) = spec
-                .build(&site, &random()?, &random()?, now_ms())
+                .build(
+                    &site,
+                    &random()?,
+                    &random()?,
+                    tally_cli::sites::tag_key().as_ref(),
+                    now_ms(),
+                )
                 .map_err(|e| {
                     let option = match &e {
                         ShareSpecError::Filter(_) => "--filter",

@@ -9,6 +9,7 @@ use tally_core::Millis;
 use tally_core::account::KeyScope;
 use tally_core::auth;
 use tally_core::site::{Site, SiteChange, new_site};
+use tally_core::tag::TagKey;
 use tally_store::Store;
 use tally_store::sites::ApiKeyRecord;
 
@@ -22,19 +23,28 @@ pub fn random<const N: usize>() -> anyhow::Result<[u8; N]> {
     Ok(bytes)
 }
 
+/// The key that tags the keys and links the CLI makes
+/// ([`tally_core::tag`]): from `TALLY_SALT_SECRET`, the deployment's
+/// secret; without it they are made untagged (they work, through the
+/// query function's failed-guess guard).
+pub fn tag_key() -> Option<TagKey> {
+    tally_store::env::tag_secret().as_ref().map(TagKey::derive)
+}
+
 /// Creates a site (`tally site create`): the site as stored and its first
-/// API key (a read key of no console user, shown once).
+/// API key (a read key of no console user, shown once; tagged with `tag`).
 pub async fn create_site(
     store: &Store,
     id: Option<&str>,
     domains: &[String],
     time_zone: &str,
     settings: &SiteChange,
+    tag: Option<&TagKey>,
     now: Millis,
 ) -> anyhow::Result<(Site, String)> {
     let site = new_site(id, domains, time_zone, settings, now)?;
     store.create_site(&site).await?;
-    let key = create_key(store, &site.id, "created with the site", now).await?;
+    let key = create_key(store, &site.id, "created with the site", tag, now).await?;
     Ok((site, key))
 }
 
@@ -55,14 +65,16 @@ pub async fn update_site(store: &Store, id: &str, change: &SiteChange) -> anyhow
     anyhow::bail!("site {id:?} keeps changing; try again")
 }
 
-/// Makes a new read key for a site and stores its record; returns the key.
+/// Makes a new read key for a site, tagged with `tag` when given, and
+/// stores its record; returns the key.
 pub async fn create_key(
     store: &Store,
     site: &str,
     label: &str,
+    tag: Option<&TagKey>,
     now: Millis,
 ) -> anyhow::Result<String> {
-    let key = auth::key_from_bytes(site, &random::<20>()?);
+    let key = tally_core::tag::credential(tag, auth::KEY_PREFIX, site, &random::<20>()?);
     let record = ApiKeyRecord::new(&key, label, None, KeyScope::Read, now)?;
     store.put_api_key(site, &record).await?;
     Ok(key)

@@ -6,6 +6,7 @@
 
 use crate::ConsoleStore;
 use crate::body::{Me, MeSettings, MeSite, MeUser};
+use crate::config::Config;
 use crate::error::{ConsoleError, json_response, with_cookie};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
@@ -163,14 +164,22 @@ pub async fn me<S: ConsoleStore>(
 
 /// Starts a session for a user who proved who they are: stores it,
 /// remembers the browser (a new `tally_device` cookie if it had none) and
-/// answers `me` with the cookies.
+/// answers `me` with the cookies. The session token is tagged
+/// (`tally_core::tag`), so the query function takes it even from a network
+/// refused for failed guesses.
 pub async fn start_session<S: ConsoleStore>(
     store: &S,
+    config: &Config,
     request: &Request,
     mut user: User,
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
-    let session_token = token::session_token(&user.id, &random::<20>()?);
+    let session_token = tally_core::tag::tagged_credential(
+        &config.tag_key,
+        token::SESSION_PREFIX,
+        &user.id,
+        &random::<20>()?,
+    );
     let csrf_value = token::device_id_from_bytes(&random::<16>()?);
     let label = record::session_label(header(request, "user-agent").unwrap_or_default());
     let session = Session::new(

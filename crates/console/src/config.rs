@@ -1,10 +1,12 @@
 //! How the console runs: the key that hashes client networks for the guess
-//! limits, the request body bound, the issuer shown by authenticator apps,
+//! limits, the key that tags the credentials it makes, the request body
+//! bound, the issuer shown by authenticator apps,
 //! the public URLs links are made of, and the mailer.
 
 use crate::mail::Mailer;
 use std::sync::Arc;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
+use tally_core::tag::TagKey;
 use tally_mail::{MailError, Ses, SesOptions};
 
 /// Largest JSON body a console route reads.
@@ -16,6 +18,9 @@ pub struct Config {
     /// Keys the hash of a client's network (shared by every instance, so
     /// guess windows agree; never the network itself).
     pub network_key: DailySalt,
+    /// Tags the API keys, shared links and sessions it makes
+    /// (`tally_core::tag`), from the same secret.
+    pub tag_key: TagKey,
     /// Largest request body, in bytes.
     pub max_body: usize,
     /// The issuer name in `otpauth://` URLs.
@@ -37,6 +42,7 @@ impl Config {
         Self {
             // A derivation of its own: no visitor salt is of this date.
             network_key: daily_salt(secret, time::Date::MIN),
+            tag_key: TagKey::derive(secret),
             max_body: MAX_BODY,
             issuer: "Tally".to_owned(),
             ingest_url: None,

@@ -68,7 +68,7 @@ pub async fn add_share<S: SiteStore>(
     if let Some(id) = &spec.segment {
         tally_core::saved_segment::lockable(&store.saved_segments(site).await?, id)?;
     }
-    let (share, token) = spec.build(site, &random()?, &random()?, now)?;
+    let (share, token) = spec.build(site, &random()?, &random()?, Some(&config.tag_key), now)?;
     store.put_share(site, &share).await?;
     let item = ShareItem::from(&share);
     let target = format!("share:{}", item.id);
@@ -154,7 +154,12 @@ pub async fn add_key<S: SiteStore>(
     let permit = site_permit(store, request, site, Action::Configure, now).await?;
     let uid = permit.user()?.user.id.clone();
     let body: KeyRequest = body::parse(request, config.max_body)?;
-    let key = tally_core::auth::key_from_bytes(site, &random()?);
+    let key = tally_core::tag::tagged_credential(
+        &config.tag_key,
+        tally_core::auth::KEY_PREFIX,
+        site,
+        &random()?,
+    );
     let record = ApiKeyRecord::new(&key, &body.label, Some(uid), body.scope, now)?;
     store.put_api_key(site, &record).await?;
     let item = KeyItem::from(&record);
@@ -176,6 +181,7 @@ fn scope_name(record: &ApiKeyRecord) -> &'static str {
     match record.scope {
         tally_core::account::KeyScope::Read => "read",
         tally_core::account::KeyScope::Configure => "configure",
+        tally_core::account::KeyScope::Write => "write",
     }
 }
 

@@ -117,7 +117,7 @@ pub async fn setup<S: ConsoleStore>(
         now,
     )
     .await?;
-    start_session(store, request, user, now).await
+    start_session(store, config, request, user, now).await
 }
 
 /// `POST login {email, password}`: a session, or a 2FA challenge.
@@ -163,7 +163,7 @@ pub async fn login<S: ConsoleStore>(
             },
         ));
     }
-    start_session(store, request, user, now).await
+    start_session(store, config, request, user, now).await
 }
 
 /// `POST login/totp {challenge, code}`: the session of a login that passed
@@ -193,7 +193,7 @@ pub async fn login_totp<S: ConsoleStore>(
     }
     // Read again: the accepted step is part of the record now.
     let user = store.user(&user.id).await?.ok_or_else(invalid)?;
-    start_session(store, request, user, now).await
+    start_session(store, config, request, user, now).await
 }
 
 /// `POST logout`: ends the session and clears its cookie.

@@ -398,7 +398,7 @@ pub async fn accept<S: SiteStore>(
         )
         .await?;
         tracing::info!(event = "invite_accepted", site, uid = %user.id, "new user joined");
-        return auth::start_session(store, request, user, now).await;
+        return auth::start_session(store, config, request, user, now).await;
     }
     tracing::info!(event = "invite_accepted", site, uid = %user.id, "member joined");
     let signed = auth::signed_in(store, request, now).await?;

@@ -5,7 +5,9 @@
 //! secret; carrying it lets a key used on another site be told apart (403)
 //! from a wrong key (401) without any index. Only `sha256(key)` is stored
 //! (`SITE#{site}` / `KEY#{hash}`), so a table dump yields no usable key; the
-//! key is shown once, at creation.
+//! key is shown once, at creation. A key made since tags carries one
+//! before the dot (`tk_{40 hex}{16 hex tag}.{site}`, [`crate::tag`]), so a
+//! guess is told from it offline.
 
 use crate::hex;
 
@@ -71,17 +73,18 @@ pub fn credential_from_bytes(prefix: &str, site: &str, bytes: &[u8; 20]) -> Stri
 
 /// The site of a well-formed credential with this prefix.
 pub fn credential_site<'a>(prefix: &str, text: &'a str) -> Option<&'a str> {
-    let rest = text.strip_prefix(prefix)?;
-    let random = rest.get(..RANDOM_HEX)?;
-    if !random
-        .bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-        return None;
-    }
-    rest.get(RANDOM_HEX..)?
-        .strip_prefix('.')
-        .filter(|site| crate::keys::valid_site_id(site))
+    credential_suffix(prefix, text).filter(|site| crate::keys::valid_site_id(site))
+}
+
+/// What follows the dot of `{prefix}{40 hex}[{tag}].{suffix}`: a
+/// credential with or without its tag ([`crate::tag`]); the suffix is the
+/// caller's to check.
+pub(crate) fn credential_suffix<'a>(prefix: &str, text: &'a str) -> Option<&'a str> {
+    let (random, suffix) = text.strip_prefix(prefix)?.split_once('.')?;
+    let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    let tagged = RANDOM_HEX + crate::tag::TAG_HEX;
+    ((random.len() == RANDOM_HEX || random.len() == tagged) && random.bytes().all(lower_hex))
+        .then_some(suffix)
 }
 
 /// Whether text has the shape of a key.

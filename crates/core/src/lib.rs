@@ -31,6 +31,8 @@
 //!   queries, what they need folded, the pure executor of their answers,
 //!   the metrics' formulas and the typed bodies each door renders.
 //! - [`rollup`], [`report`]: stored day aggregates and JSON reports.
+//! - [`tag`]: credential tags: a MAC under the deployment secret that tells
+//!   a guessed key, link or session from a real one offline.
 //! - [`text`]: the rules for text that becomes a stored label.
 //! - [`item_size`]: an item's size as DynamoDB measures it (one write unit).
 //! - [`cardinality`]: distinct property keys and values per site per hour.
@@ -76,6 +78,7 @@ pub mod shard;
 pub mod share;
 pub mod site;
 pub mod stream;
+pub mod tag;
 pub mod text;
 pub mod vitals;
 pub mod window;

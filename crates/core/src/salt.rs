@@ -31,6 +31,15 @@ impl Secret {
     pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
         Self(bytes.into())
     }
+
+    /// `HMAC-SHA256(secret, label)`: a key of its own for one purpose
+    /// (the label names it), unrelated to any daily salt.
+    pub(crate) fn derive(&self, label: &[u8]) -> [u8; 32] {
+        let key = hmac::Key::new(hmac::HMAC_SHA256, &self.0);
+        let mut out = [0u8; 32];
+        out.copy_from_slice(hmac::sign(&key, label).as_ref());
+        out
+    }
 }
 
 impl std::fmt::Debug for Secret {

@@ -254,13 +254,15 @@ impl ShareSpecError {
 
 impl ShareSpec {
     /// The stored link of `site` and its token (to show once), from 16
-    /// random bytes of password salt and 20 of token; everything is
-    /// checked before anything is made.
+    /// random bytes of password salt and 20 of token, tagged with `tag`
+    /// when given ([`crate::tag`]); everything is checked before anything
+    /// is made.
     pub fn build(
         &self,
         site: &str,
         salt: &[u8; 16],
         token_bytes: &[u8; 20],
+        tag: Option<&crate::tag::TagKey>,
         now: Millis,
     ) -> Result<(Share, String), ShareSpecError> {
         check_label(&self.label)?;
@@ -276,7 +278,7 @@ impl ShareSpec {
             .as_deref()
             .map(|p| PasswordHash::new(p, salt, PASSWORD_ITERATIONS))
             .transpose()?;
-        let token = token_from_bytes(site, token_bytes);
+        let token = crate::tag::credential(tag, SHARE_PREFIX, site, token_bytes);
         let share = Share {
             hash: hash_token(&token),
             prefix: shown_prefix(&token),
@@ -444,7 +446,7 @@ mod tests {
             password: None,
             segment: None,
         };
-        let (link, token) = spec.build("blog", &[1; 16], &[2; 20], 1_000).unwrap();
+        let (link, token) = spec.build("blog", &[1; 16], &[2; 20], None, 1_000).unwrap();
         assert_eq!(token_site(&token), Some("blog"));
         assert_eq!(link.hash, hash_token(&token));
         assert_eq!(link.expires_at, Some(1_000 + 30 * DAY_MS));
@@ -455,7 +457,7 @@ mod tests {
         };
         assert_eq!(
             bad_filter
-                .build("blog", &[1; 16], &[2; 20], 0)
+                .build("blog", &[1; 16], &[2; 20], None, 0)
                 .map(|_| ())
                 .unwrap_err()
                 .code(),
@@ -467,7 +469,7 @@ mod tests {
         };
         assert_eq!(
             short
-                .build("blog", &[1; 16], &[2; 20], 0)
+                .build("blog", &[1; 16], &[2; 20], None, 0)
                 .map(|_| ())
                 .unwrap_err(),
             ShareSpecError::Share(ShareError::BadPassword)

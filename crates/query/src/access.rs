@@ -34,19 +34,21 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tally_core::Millis;
 use tally_core::account::signin::{self, Claim};
-use tally_core::account::{Role, User};
+use tally_core::account::{KeyScope, Role, User};
 use tally_core::auth::{self, AuthError};
 use tally_core::keys::valid_site_id;
 use tally_core::share::{self, Share, ShareError};
 use tally_core::site::Site;
+use tally_core::tag::{self, TagVerdict};
 
 /// Who reads: the holder of an API key, of a shared link (read-only
 /// reports of one site, narrowed by the link's filter), or a signed-in
 /// member of the site.
 #[derive(Debug, Clone)]
 pub(crate) enum Access {
-    /// An API key.
-    Key,
+    /// An API key, with its scope (a `write` key also records trusted
+    /// conversions).
+    Key(KeyScope),
     /// A shared link.
     Share(Share),
     /// A signed-in user with a role on the site (an instance owner's is
@@ -117,7 +119,7 @@ impl<'a> AccessBody<'a> {
     /// What `access` grants on `site`.
     pub(crate) fn of(site: &'a Site, access: &'a Access) -> Self {
         match access {
-            Access::Key => Self::Key {
+            Access::Key(_) => Self::Key {
                 site: &site.id,
                 access: "key",
             },
@@ -293,15 +295,15 @@ pub(crate) async fn authenticate<S: QueryStore>(
     readers: Readers,
 ) -> Result<(Arc<Site>, Access), ApiError> {
     // Without `Authorization`, the session cookie (where members read).
-    let claim = match readers {
+    let session = match readers {
         Readers::Everyone if !request.headers().contains_key("authorization") => {
-            session_claim(request)
+            session_claim(request, config)
         }
         _ => None,
     };
-    let presented = match &claim {
-        Some(claim) => Some(claim.hash.clone()),
-        None => presented_key(request),
+    let (claim, presented) = match session {
+        Some((claim, presented)) => (Some(claim), Some(presented)),
+        None => (None, presented_key(request, config)),
     };
     let check = async {
         match &claim {
@@ -309,10 +311,10 @@ pub(crate) async fn authenticate<S: QueryStore>(
             None => authorize(store, site, request, now, readers).await,
         }
     };
-    let (site, access) = guarded(config, request, presented.as_deref(), now, check).await?;
-    if let (Some(h), Access::Share(_)) = (&presented, &access) {
+    let (site, access) = guarded(config, request, presented.as_ref(), now, check).await?;
+    if let (Some(p), Access::Share(_)) = (&presented, &access) {
         let ip = tally_lambda::request::client_ip(request, false);
-        let message = match config.guard.share_read(h, &ip, now) {
+        let message = match config.guard.share_read(&p.hash, &ip, now) {
             ShareRead::Allowed => None,
             ShareRead::NetworkSpent => Some(format!(
                 "a shared link may read {SHARE_REQUESTS_PER_MINUTE} times a minute from one network; retry shortly"
@@ -332,36 +334,110 @@ pub(crate) async fn authenticate<S: QueryStore>(
     Ok((site, access))
 }
 
-/// The hash of the request's bearer credential, if it has one.
-pub(crate) fn presented_key(request: &Request) -> Option<String> {
-    request
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|h| auth::bearer(Some(h)).ok())
-        .map(auth::hash_key)
+/// A presented credential: the hash it is stored under, what its tag
+/// says ([`tag::verify_tag`], offline) and what kind it is. Never holds
+/// the credential itself.
+#[derive(Debug, Clone)]
+pub(crate) struct Presented {
+    /// Hex SHA-256 of the credential.
+    pub(crate) hash: String,
+    tag: TagVerdict,
+    kind: Kind,
 }
 
-/// A credential check inside the failed-guess guard: taken from the
-/// client network's guard before it is made and given back unless it was
-/// a failed guess. A credential (`presented`: its hash) this instance saw
-/// valid recently passes the guard: one guesser behind an office's
-/// address does not lock its colleagues out (it is still checked, so a
-/// revocation takes effect at once).
+/// What kind of credential was presented.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Key,
+    Share,
+    Session,
+}
+
+impl Presented {
+    fn of(token: &str, kind: Kind, config: &Config) -> Self {
+        let tag = config
+            .tag_key
+            .as_ref()
+            .map_or(TagVerdict::Untagged, |key| tag::verify_tag(key, token));
+        Self {
+            hash: auth::hash_key(token),
+            tag,
+            kind,
+        }
+    }
+
+    /// The answer to this credential refused without a read.
+    fn refusal(&self) -> ApiError {
+        match self.kind {
+            Kind::Key => AuthError::Invalid.into(),
+            Kind::Share => ShareError::Invalid.into(),
+            Kind::Session => not_signed_in(),
+        }
+    }
+}
+
+/// The request's bearer credential, if it has one.
+fn presented_key(request: &Request, config: &Config) -> Option<Presented> {
+    let header = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    let token = auth::bearer(header).ok()?;
+    let kind = if share::token_site(token).is_some() {
+        Kind::Share
+    } else {
+        Kind::Key
+    };
+    Some(Presented::of(token, kind, config))
+}
+
+/// A credential check inside the failed-guess guard.
+///
+/// - A credential whose tag this deployment made ([`tag`]) skips the
+///   guard: the check runs even while the network is refused, so a guesser
+///   never locks out a key, link or session that was issued. A tagged
+///   credential the check refuses (revoked, deleted, another site's)
+///   counts as a failure of the network and goes through the guard for
+///   the next [`crate::config::RECENTLY_VALID_MS`].
+/// - A tag that fails is a guess told offline: counted, refused (429 once
+///   the network is refused), nothing read.
+/// - An untagged credential (made before tags, or with no secret set) is
+///   taken from the client network's guard before it is checked and given
+///   back unless it was a failed guess; one this instance saw valid
+///   recently passes the guard (it is still checked, so a revocation
+///   takes effect at once).
 pub(crate) async fn guarded<T>(
     config: &Config,
     request: &Request,
-    presented: Option<&str>,
+    presented: Option<&Presented>,
     now: Millis,
     check: impl std::future::Future<Output = Result<T, ApiError>>,
 ) -> Result<T, ApiError> {
     let ip = tally_lambda::request::client_ip(request, false);
+    let limit = config.auth_failures_per_minute;
+    match presented {
+        Some(p) if p.tag == TagVerdict::Tagged(false) => {
+            return Err(if config.guard.attempt(&ip, limit, now) {
+                p.refusal()
+            } else {
+                too_many_attempts()
+            });
+        }
+        Some(p)
+            if p.tag == TagVerdict::Tagged(true)
+                && !config.guard.recently_refused_tagged(&p.hash, now) =>
+        {
+            let result = check.await;
+            if result.as_ref().is_err_and(is_guess) {
+                config.guard.refused_tagged(&p.hash, &ip, now);
+            }
+            return result;
+        }
+        _ => {}
+    }
+    let presented = presented.map(|p| p.hash.as_str());
     let known = presented.is_some_and(|h| config.guard.recently_valid(h, now));
-    if !known
-        && !config
-            .guard
-            .attempt(&ip, config.auth_failures_per_minute, now)
-    {
+    if !known && !config.guard.attempt(&ip, limit, now) {
         return Err(too_many_attempts());
     }
     let result = check.await;
@@ -377,14 +453,18 @@ pub(crate) async fn guarded<T>(
 /// The code of a signed-in user who must turn on 2FA first.
 pub(crate) const TOTP_REQUIRED: &str = "totp_required";
 
-/// The request's `tally_session` claim, if it carries a well-formed one.
-pub(crate) fn session_claim(request: &Request) -> Option<Claim> {
+/// The request's `tally_session` claim, if it carries a well-formed one,
+/// and the session token as presented.
+pub(crate) fn session_claim(request: &Request, config: &Config) -> Option<(Claim, Presented)> {
     let values = request
         .headers()
         .get_all("cookie")
         .iter()
         .filter_map(|v| v.to_str().ok());
-    Claim::of_cookies(values)
+    let token =
+        tally_core::account::cookie::cookie(values, tally_core::account::cookie::SESSION_COOKIE)?;
+    let claim = Claim::of_token(token)?;
+    Some((claim, Presented::of(token, Kind::Session, config)))
 }
 
 /// 401: no live session.
@@ -537,14 +617,16 @@ async fn authorize<S: QueryStore>(
             },
         );
     }
-    if !valid_for(store.api_key(site_id, &hash).await?) {
+    let record = store.api_key(site_id, &hash).await?;
+    let scope = record.as_ref().map(|r| r.scope).unwrap_or_default();
+    if !valid_for(record) {
         return Err(AuthError::Invalid.into());
     }
     let site = store
         .site(site_id)
         .await?
         .ok_or_else(|| ApiError::not_found("unknown_site", "no such site"))?;
-    Ok((site, Access::Key))
+    Ok((site, Access::Key(scope)))
 }
 
 #[cfg(test)]
@@ -555,7 +637,8 @@ mod tests {
     #[test]
     fn access_bodies_name_what_the_credential_allows() {
         let site = Site::new("a.example", &["a.example".into()], "UTC", 0).unwrap();
-        let key = serde_json::to_value(AccessBody::of(&site, &Access::Key)).unwrap();
+        let key =
+            serde_json::to_value(AccessBody::of(&site, &Access::Key(KeyScope::Read))).unwrap();
         assert_eq!(
             key,
             serde_json::json!({"site": "a.example", "access": "key"})

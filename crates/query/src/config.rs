@@ -57,6 +57,10 @@ pub struct Config {
     pub min_window_bytes: u64,
     /// This instance's record of failed key checks.
     pub guard: std::sync::Arc<AuthGuard>,
+    /// Verifies credential tags offline (`tally_core::tag`): from the
+    /// deployment secret (`TALLY_SALT_SECRET`); none: every credential
+    /// goes through the failed-guess guard, tagged or not.
+    pub tag_key: Option<tally_core::tag::TagKey>,
 }
 
 impl Default for Config {
@@ -72,6 +76,7 @@ impl Default for Config {
             prefetch_bytes: tally_store::detail::PREFETCH_BYTES,
             min_window_bytes: crate::read::MIN_WINDOW_BYTES,
             guard: std::sync::Arc::new(AuthGuard::new()),
+            tag_key: None,
         }
     }
 }
@@ -80,8 +85,8 @@ impl Config {
     /// The defaults, with the read's streams as the environment sets them:
     /// `TALLY_READ_WORKERS` (windows side by side; unset: one per vCPU the
     /// function's memory buys on Lambda, [`windows_for_memory`], else one
-    /// per core) and `TALLY_PREFETCH_BYTES` (parts each window fetches
-    /// ahead).
+    /// per core), `TALLY_PREFETCH_BYTES` (parts each window fetches
+    /// ahead) and the tag key of `TALLY_SALT_SECRET` when it is set.
     pub fn from_env() -> Self {
         let number = |name: &str| {
             std::env::var(name)
@@ -96,6 +101,9 @@ impl Config {
             prefetch_bytes: number("TALLY_PREFETCH_BYTES")
                 .filter(|b| *b > 0)
                 .unwrap_or(d.prefetch_bytes),
+            tag_key: tally_store::env::tag_secret()
+                .as_ref()
+                .map(tally_core::tag::TagKey::derive),
             ..d
         }
     }
@@ -119,7 +127,10 @@ pub struct AuthGuard {
     /// Key and password checks that failed or are under way.
     failures: std::sync::Mutex<tally_core::limit::MinuteBudget>,
     /// Hashes of keys that passed a check, and when (bounded).
-    valid: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
+    valid: Recent,
+    /// Hashes of tagged credentials that failed a check (revoked, deleted,
+    /// another site's): they go through the guard again.
+    refused_tagged: Recent,
     /// Reads per shared link (by token hash), and per link and network,
     /// this minute.
     share_reads: std::sync::Mutex<tally_core::limit::MinuteBudget>,
@@ -155,7 +166,8 @@ impl AuthGuard {
         Self {
             salt: tally_core::salt::daily_salt(&secret, time::Date::MIN),
             failures: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
-            valid: std::sync::Mutex::new(std::collections::HashMap::new()),
+            valid: Recent::default(),
+            refused_tagged: Recent::default(),
             share_reads: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
         }
     }
@@ -163,24 +175,27 @@ impl AuthGuard {
     /// Whether the key with this hash passed a check in the last
     /// [`RECENTLY_VALID_MS`].
     pub fn recently_valid(&self, key_hash: &str, now: Millis) -> bool {
-        self.valid
-            .lock()
-            .ok()
-            .and_then(|v| v.get(key_hash).copied())
-            .is_some_and(|at| now - at < RECENTLY_VALID_MS)
+        self.valid.contains(key_hash, now)
     }
 
     /// Records that the key with this hash passed a check.
     pub fn valid(&self, key_hash: &str, now: Millis) {
-        if let Ok(mut v) = self.valid.lock() {
-            if v.len() >= VALID_KEYS {
-                v.retain(|_, at| now - *at < RECENTLY_VALID_MS);
-                if v.len() >= VALID_KEYS {
-                    v.clear();
-                }
-            }
-            v.insert(key_hash.to_owned(), now);
-        }
+        self.valid.insert(key_hash, now);
+    }
+
+    /// Whether the tagged credential with this hash failed a check in the
+    /// last [`RECENTLY_VALID_MS`] (then its tag no longer lets it skip the
+    /// guard: a revoked key cannot buy a read a try).
+    pub fn recently_refused_tagged(&self, hash: &str, now: Millis) -> bool {
+        self.refused_tagged.contains(hash, now)
+    }
+
+    /// Records a failed check of a tagged credential: one failure of the
+    /// client's network, taken whatever its count, and the credential
+    /// remembered.
+    pub fn refused_tagged(&self, hash: &str, ip: &str, now: Millis) {
+        self.attempt(ip, u32::MAX, now);
+        self.refused_tagged.insert(hash, now);
     }
 
     /// Takes one read of the shared link with this token hash from the
@@ -221,6 +236,33 @@ impl AuthGuard {
     pub fn passed(&self, ip: &str, now: Millis) {
         if let Ok(mut f) = self.failures.lock() {
             f.give_back(&self.key(ip), now);
+        }
+    }
+}
+
+/// Credential hashes seen in the last [`RECENTLY_VALID_MS`], at most
+/// [`VALID_KEYS`] (then the stale are dropped, or all).
+#[derive(Debug, Default)]
+struct Recent(std::sync::Mutex<std::collections::HashMap<String, Millis>>);
+
+impl Recent {
+    fn contains(&self, hash: &str, now: Millis) -> bool {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|v| v.get(hash).copied())
+            .is_some_and(|at| now - at < RECENTLY_VALID_MS)
+    }
+
+    fn insert(&self, hash: &str, now: Millis) {
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() >= VALID_KEYS {
+                v.retain(|_, at| now - *at < RECENTLY_VALID_MS);
+                if v.len() >= VALID_KEYS {
+                    v.clear();
+                }
+            }
+            v.insert(hash.to_owned(), now);
         }
     }
 }

@@ -33,6 +33,16 @@ pub fn salt_secret() -> Result<Secret, ConfigError> {
     secret_from(std::env::var("TALLY_SALT_SECRET").ok(), is_production())
 }
 
+/// The deployment secret that tags credentials (`tally_core::tag`):
+/// `TALLY_SALT_SECRET` when set, else none (no random one: a tag made
+/// under a secret no other process has would fail everywhere else).
+pub fn tag_secret() -> Option<Secret> {
+    std::env::var("TALLY_SALT_SECRET")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| Secret::new(v.into_bytes()))
+}
+
 /// [`salt_secret`] with its inputs passed in.
 pub fn secret_from(value: Option<String>, production: bool) -> Result<Secret, ConfigError> {
     match value.filter(|v| !v.is_empty()) {

@@ -114,13 +114,9 @@ pub fn is_setup_token(token: &str) -> bool {
         .is_some_and(|random| is_lower_hex(random, RANDOM_HEX))
 }
 
-/// The suffix after `{prefix}{40 hex}.`.
+/// The suffix after `{prefix}{40 hex}[{tag}].` ([`crate::tag`]).
 fn suffixed<'a>(prefix: &str, token: &'a str) -> Option<&'a str> {
-    let rest = token.strip_prefix(prefix)?;
-    if !is_lower_hex(rest.get(..RANDOM_HEX)?, RANDOM_HEX) {
-        return None;
-    }
-    rest.get(RANDOM_HEX..)?.strip_prefix('.')
+    crate::auth::credential_suffix(prefix, token)
 }
 
 /// The stored hash of any token: hex SHA-256.

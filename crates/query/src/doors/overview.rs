@@ -200,7 +200,7 @@ async fn member_sites<S: QueryStore>(
     now: Millis,
     asked: Option<&[String]>,
 ) -> Result<Vec<Readable>, ApiError> {
-    let claim = access::session_claim(request).ok_or(AuthError::Missing)?;
+    let (claim, presented) = access::session_claim(request, config).ok_or(AuthError::Missing)?;
     let check = async {
         let user = access::signed_in(store, &claim, now).await?;
         let roles: BTreeMap<String, Role> = if user.instance_owner {
@@ -220,7 +220,7 @@ async fn member_sites<S: QueryStore>(
         };
         Ok(roles)
     };
-    let roles = access::guarded(config, request, Some(&claim.hash), now, check).await?;
+    let roles = access::guarded(config, request, Some(&presented), now, check).await?;
     let wanted: Vec<(String, Role)> = match asked {
         Some(ids) => ids
             .iter()

@@ -1,0 +1,219 @@
+//! Keys that never lock out their owners (issue 24): a network refused for
+//! failed guesses still reads with a credential this deployment issued (an
+//! API key, a shared link, a console session), because its tag
+//! (`tally_core::tag`) is verified offline before any limit applies, and a
+//! guess with a forged tag costs no read.
+
+#![allow(clippy::unwrap_used)]
+
+use lambda_http::{Body, RequestExt};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tally_core::salt::Secret;
+use tally_core::tag::{TagKey, tagged_credential};
+use tally_query::store::DynamoQuery;
+use tally_store::RequestCounter;
+use tally_store::clock::ManualClock;
+use tally_tests::console::{Browser, Console, START, owner};
+
+/// The guessing network, and the colleagues behind the same address.
+const OFFICE: &str = "203.0.113.50";
+const SITE: &str = "office.example";
+const SECRET: &[u8] = b"lockout tests deployment secret 0123456789";
+
+/// The console and the query function of one deployment (one secret), the
+/// query function on a client of its own so its requests are counted.
+struct Deployment {
+    console: Console,
+    owner: Browser,
+    query: DynamoQuery,
+    counter: Arc<RequestCounter>,
+    config: tally_query::Config,
+}
+
+impl Deployment {
+    async fn start() -> Self {
+        let mut console = Console::start().await;
+        console.config = tally_console::Config::new(&Secret::new(SECRET.to_vec()));
+        let mut owner = owner(&console).await;
+        let (status, body) = owner
+            .call(
+                &console,
+                "POST",
+                "sites",
+                Some(json!({"id": SITE, "domains": [SITE], "timezone": "UTC"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let (store, counter) = console.second_store().await;
+        let config = tally_query::Config {
+            auth_failures_per_minute: 20,
+            tag_key: Some(TagKey::derive(&Secret::new(SECRET.to_vec()))),
+            ..tally_query::Config::default()
+        };
+        Self {
+            console,
+            owner,
+            query: DynamoQuery::new(store),
+            counter,
+            config,
+        }
+    }
+
+    /// `GET /api/sites/{SITE}/stats` from `ip` with a header: the status
+    /// and the error code, if any.
+    async fn stats(&self, ip: &str, header: (&str, &str)) -> (u16, Option<String>) {
+        let mut context =
+            lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
+        context.http.source_ip = Some(ip.to_owned());
+        let request = http::Request::builder()
+            .uri(format!("/api/sites/{SITE}/stats?period=7d"))
+            .header(header.0, header.1)
+            .body(Body::Empty)
+            .unwrap()
+            .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context));
+        let clock = ManualClock::at(START);
+        let response = tally_query::handle_with(&self.query, &clock, &self.config, request).await;
+        let body: &[u8] = response.body();
+        let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let code = json["error"]["code"].as_str().map(str::to_owned);
+        (response.status().as_u16(), code)
+    }
+
+    async fn with_key(&self, ip: &str, key: &str) -> (u16, Option<String>) {
+        self.stats(ip, ("authorization", &format!("Bearer {key}")))
+            .await
+    }
+
+    /// A new credential from the console: `keys` answers `key`, `shares`
+    /// answers `token`.
+    async fn issue(&mut self, what: &str, field: &str) -> String {
+        let (status, body) = self
+            .owner
+            .call(
+                &self.console,
+                "POST",
+                &format!("sites/{SITE}/{what}"),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body[field].as_str().unwrap().to_owned()
+    }
+}
+
+/// A key of the site's shape with a tag made under another secret: what a
+/// guesser can send.
+fn forged_key(n: u8) -> String {
+    let other = TagKey::derive(&Secret::new(b"not the deployment's".to_vec()));
+    tagged_credential(&other, "tk_", SITE, &[n; 20])
+}
+
+#[tokio::test]
+async fn after_25_failed_guesses_a_new_key_a_shared_link_and_a_session_from_that_network_still_read()
+ {
+    let mut d = Deployment::start().await;
+    // 25 guesses from the office's address: the first 20 are refused as
+    // wrong keys, the rest because the network is refused; none is read.
+    d.counter.reset();
+    let mut answers = Vec::new();
+    for n in 0..25u8 {
+        answers.push(d.with_key(OFFICE, &forged_key(n)).await);
+    }
+    let invalid = (401, Some("invalid_api_key".to_owned()));
+    let refused = (429, Some("too_many_attempts".to_owned()));
+    assert_eq!(answers[..20], vec![invalid.clone(); 20][..]);
+    assert_eq!(answers[20..], vec![refused.clone(); 5][..]);
+    assert_eq!(d.counter.total(), 0, "{:?}", d.counter.by_operation());
+
+    // Issued after the guesses, never seen by this instance.
+    let key = d.issue("keys", "key").await;
+    assert_eq!(d.with_key(OFFICE, &key).await, (200, None));
+    let link = d.issue("shares", "token").await;
+    assert_eq!(d.with_key(OFFICE, &link).await, (200, None));
+    // The owner's console session, from the office: the dashboard's reads
+    // through the query function, and a console call.
+    let session = d.owner.cookie("tally_session").unwrap().to_owned();
+    let cookie = format!("tally_session={session}");
+    assert_eq!(d.stats(OFFICE, ("cookie", &cookie)).await, (200, None));
+    d.owner.ip = OFFICE.to_owned();
+    let (status, me) = d.owner.call(&d.console, "GET", "me", None).await;
+    assert_eq!(
+        (status, me["user"]["email"].as_str()),
+        (200, Some("owner@example.com"))
+    );
+
+    // The limiter still holds guesses: the 26th is refused unread.
+    d.counter.reset();
+    assert_eq!(d.with_key(OFFICE, &forged_key(26)).await, refused);
+    assert_eq!(d.counter.total(), 0);
+    // Another network was never refused.
+    assert_eq!(d.with_key("198.51.100.9", &forged_key(27)).await, invalid);
+}
+
+#[tokio::test]
+async fn a_revoked_tagged_key_counts_as_a_failure_and_then_waits_like_a_guess() {
+    let mut d = Deployment::start().await;
+    let key = d.issue("keys", "key").await;
+    assert_eq!(d.with_key(OFFICE, &key).await, (200, None));
+    let (_, list) = d
+        .owner
+        .call(&d.console, "GET", &format!("sites/{SITE}/keys"), None)
+        .await;
+    let id = list["keys"][0]["id"].as_str().unwrap().to_owned();
+    let (status, _) = d
+        .owner
+        .call(
+            &d.console,
+            "DELETE",
+            &format!("sites/{SITE}/keys/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    // The store decides: revoked is 401 at once, and the failure counts.
+    assert_eq!(
+        d.with_key(OFFICE, &key).await,
+        (401, Some("invalid_api_key".to_owned()))
+    );
+    // 19 guesses more fill the office's 20 failures.
+    for n in 0..19u8 {
+        assert_eq!(d.with_key(OFFICE, &forged_key(n)).await.0, 401, "{n}");
+    }
+    // The revoked key no longer skips the guard: refused, unread.
+    d.counter.reset();
+    assert_eq!(
+        d.with_key(OFFICE, &key).await,
+        (429, Some("too_many_attempts".to_owned()))
+    );
+    assert_eq!(d.counter.total(), 0);
+    // A live key made since still reads.
+    let live = d.issue("keys", "key").await;
+    assert_eq!(d.with_key(OFFICE, &live).await, (200, None));
+}
+
+#[tokio::test]
+async fn untagged_keys_made_before_tags_still_read_through_the_limiter() {
+    let d = Deployment::start().await;
+    let legacy = tally_tests::new_key(&d.console.store, SITE, 3).await;
+    assert_eq!(
+        tally_core::tag::verify_tag(d.config.tag_key.as_ref().unwrap(), &legacy),
+        tally_core::tag::TagVerdict::Untagged
+    );
+    assert_eq!(d.with_key(OFFICE, &legacy).await, (200, None));
+    // Untagged guesses each cost a read until the network is refused.
+    d.counter.reset();
+    for n in 0..20u8 {
+        let guess = tally_core::auth::key_from_bytes(SITE, &[n + 100; 20]);
+        assert_eq!(d.with_key("198.51.100.30", &guess).await.0, 401);
+    }
+    let reads = d.counter.total();
+    assert_eq!(reads, 20, "{:?}", d.counter.by_operation());
+    let guess = tally_core::auth::key_from_bytes(SITE, &[250; 20]);
+    assert_eq!(d.with_key("198.51.100.30", &guess).await.0, 429);
+    assert_eq!(d.counter.total(), reads, "refused unread");
+    // An untagged key this instance has not seen waits out the minute
+    // there: re-issuing it (tagged) is what makes it immune.
+    let unseen = tally_tests::new_key(&d.console.store, SITE, 4).await;
+    assert_eq!(d.with_key("198.51.100.30", &unseen).await.0, 429);
+}
