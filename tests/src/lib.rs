@@ -237,6 +237,22 @@ pub async fn put_key(store: &Store, site: &str, key: &str) {
     store.put_api_key(site, &record).await.unwrap();
 }
 
+/// A new `write`-scoped API key for `site` (it records trusted
+/// conversions), made from `seed`.
+pub async fn write_key(store: &Store, site: &str, seed: u8) -> String {
+    let key = tally_core::auth::key_from_bytes(site, &[seed; 20]);
+    let record = tally_store::sites::ApiKeyRecord::new(
+        &key,
+        "server",
+        None,
+        tally_core::account::KeyScope::Write,
+        0,
+    )
+    .unwrap();
+    store.put_api_key(site, &record).await.unwrap();
+    key
+}
+
 /// A new API key for `site`, made from `seed`, stored with [`put_key`].
 pub async fn new_key(store: &Store, site: &str, seed: u8) -> String {
     let key = tally_core::auth::key_from_bytes(site, &[seed; 20]);
@@ -299,6 +315,20 @@ impl Api {
         let (status, body) = self.call(config, path).await;
         assert_eq!(status, 200, "{path}: {body}");
         body
+    }
+
+    /// `POST /api/sites/{site}/{path}` with `key` and a JSON body: the
+    /// status and JSON body.
+    pub async fn post(&self, key: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
+        let request = http::Request::builder()
+            .method("POST")
+            .uri(format!("/api/sites/{}/{path}", self.site))
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .body(lambda_http::Body::Text(body.to_owned()))
+            .unwrap();
+        let clock = tally_store::clock::ManualClock::at(self.now);
+        status_and_json(tally_query::handle(&self.query, &clock, request).await)
     }
 
     /// `POST /api/v2/query` (Plausible's Stats API) with `site_id` set to

@@ -314,6 +314,7 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
         "GET /",
         "GET /api/{proxy+}",
         "POST /api/sites/{site}/unlock",
+        "POST /api/sites/{site}/conversions",
         "POST /api/v2/query",
     ];
     for door in ["HttpApi", "FunctionUrl", "Both"] {

@@ -350,6 +350,26 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         .unwrap();
     let response = tally_query::handle(&query, &clock, request).await;
     assert_eq!(response.status(), 200, "unlock");
+    // A trusted conversion from a write key: one conditional PutItem, and
+    // its reports (Query).
+    let writer = tally_tests::write_key(&h.store, "iam", 11).await;
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("/api/sites/iam/conversions")
+        .header("authorization", format!("Bearer {writer}"))
+        .body(Body::Text(
+            r#"{"order_id":"o-1","amount":"9.99","currency":"EUR"}"#.into(),
+        ))
+        .unwrap();
+    let response = tally_query::handle(&query, &clock, request).await;
+    assert_eq!(response.status(), 201, "conversion");
+    let request = http::Request::builder()
+        .uri("/api/sites/iam/conversions/summary?period=30d")
+        .header("authorization", format!("Bearer {key}"))
+        .body(Body::Empty)
+        .unwrap();
+    let response = tally_query::handle(&query, &clock, request).await;
+    assert_eq!(response.status(), 200, "conversions summary");
     assert_eq!(observed(counter.by_operation()), granted("QueryFunction"));
 }
 

@@ -219,6 +219,24 @@ pub fn parse_bots_sk(sk: &str) -> Option<Date> {
     parse_date(sk.strip_prefix(BOTS_PREFIX)?)
 }
 
+/// Partition of a site's trusted conversions (`SITE#{site}#CONV`).
+pub fn conversions_pk(site: &str) -> String {
+    format!("SITE#{site}#CONV")
+}
+
+/// `ORDER#{order id}`: a trusted conversion, one per order id.
+pub fn order_sk(order_id: &str) -> String {
+    format!("ORDER#{}", escape(order_id))
+}
+
+/// Sort-key prefix of a site's affiliates (`AFFILIATE#{slug}`).
+pub const AFFILIATE_PREFIX: &str = "AFFILIATE#";
+
+/// `AFFILIATE#{slug}`: an affiliate of a site.
+pub fn affiliate_sk(slug: &str) -> String {
+    format!("{AFFILIATE_PREFIX}{}", escape(slug))
+}
+
 /// Parses [`goal_sk`].
 pub fn parse_goal_sk(sk: &str) -> Option<String> {
     unescape(sk.strip_prefix(GOAL_PREFIX)?)

@@ -16,6 +16,8 @@
 //! - [`payload`]: the tracker payload, its limits and every reason to refuse it.
 //! - [`event`]: the stored event and how an accepted payload becomes one.
 //! - [`money`]: exact revenue amounts, currencies and their sums.
+//! - [`conversion`]: trusted server-side conversions, affiliates and
+//!   their commissions.
 //! - [`classify`]: user agents, bots, referrers and time-zone countries.
 //! - [`session`], [`aggregate`]: events into visits, visits into counts.
 //! - [`scan`]: the streaming scan: events hour by hour into counts, in
@@ -47,6 +49,7 @@ pub mod auth;
 pub mod cardinality;
 pub mod classify;
 pub mod compaction;
+pub mod conversion;
 pub mod dimension;
 pub mod event;
 pub mod export;

@@ -245,7 +245,7 @@ fn with_symbol(currency: &str, negative: bool, digits: &str) -> String {
 }
 
 /// `n / d` rounded half to even.
-fn half_even(n: u128, d: u128) -> u128 {
+pub(crate) fn half_even(n: u128, d: u128) -> u128 {
     let (q, r) = (n / d, n % d);
     match (2 * r).cmp(&d) {
         std::cmp::Ordering::Greater => q + 1,

@@ -21,7 +21,11 @@
 //!   annotations?period=…`: the site's dated notes; `…/bots?period=…`:
 //!   the bots ingest dropped, per day and reason;
 //! - `GET access`: what the credential allows (a member's role); `POST
-//!   unlock`: a session for a password-protected link ([`access`]).
+//!   unlock`: a session for a password-protected link ([`access`]);
+//! - `POST conversions` (a `write` key): a trusted conversion, stored once
+//!   per order id; `GET conversions`, `conversions/summary`,
+//!   `affiliates/{slug}/commission`: trusted revenue and commissions
+//!   ([`doors::conversions`]).
 //!
 //! `GET /api/overview?sites=a,b`: the all-sites view, each site's visitors
 //! today, over 30 days against the 30 before, and a daily sparkline, for
@@ -31,7 +35,7 @@
 //! Plausible's Stats API v2 (`POST /api/v2/query`) and v1
 //! (`GET /api/v1/stats/…`) are [`doors::plausible`], with API keys only.
 //! Every other method is refused (405): the function only reads, besides
-//! a link's `unlock`. Every door parses into
+//! a link's `unlock` and a trusted conversion. Every door parses into
 //! typed queries (`tally_core::query`), answers them through one
 //! [`batch`] (reads by [`read`]: day rollups for the settled days they
 //! answer, segments for compacted hours, raw events for the rest;
@@ -141,6 +145,16 @@ async fn route<S: QueryStore, C: Clock>(
         ("GET", ["api", "overview"]) => {
             Box::pin(overview::overview(store, clock.now(), config, request)).await
         }
+        ("POST", ["api", "sites", site, "conversions"]) => {
+            Box::pin(doors::conversions::record(
+                store,
+                config,
+                request,
+                site,
+                clock.now(),
+            ))
+            .await
+        }
         ("POST", ["api", "sites", site, "unlock"]) => {
             Box::pin(access::unlock(store, config, request, site, clock.now())).await
         }
@@ -188,6 +202,21 @@ async fn route<S: QueryStore, C: Clock>(
                 ["visits"] => Box::pin(visits::list(store, &reader, request, &access)).await,
                 ["visits", id] => {
                     Box::pin(visits::journey(store, &reader, request, &access, id)).await
+                }
+                ["conversions"] => {
+                    Box::pin(doors::conversions::list(store, &reader, request, &access)).await
+                }
+                ["conversions", "summary"] => {
+                    Box::pin(doors::conversions::summary(
+                        store, &reader, request, &access,
+                    ))
+                    .await
+                }
+                ["affiliates", slug, "commission"] => {
+                    Box::pin(doors::conversions::commission(
+                        store, &reader, request, &access, slug,
+                    ))
+                    .await
                 }
                 ["access"] => access::describe(request, &site, &access),
                 ["realtime"] => {

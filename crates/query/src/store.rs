@@ -3,7 +3,8 @@
 //! ([`DynamoQuery`]).
 //!
 //! Every method reads (GetItem, Query, BatchGetItem); the only writes are
-//! a shared link's password attempts (UpdateItem). The console's items
+//! a shared link's password attempts (UpdateItem) and a trusted
+//! conversion (one conditional PutItem per order id). The console's items
 //! (sessions, users, memberships, the instance settings) are read, never
 //! written: a session's `last_seen` is the console's to touch.
 
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use tally_core::Millis;
 use tally_core::account::{InstanceSettings, Role, Session, User};
 use tally_core::annotation::Annotation;
+use tally_core::conversion::{Affiliate, Conversion};
 use tally_core::event::Event;
 use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
@@ -164,6 +166,34 @@ pub trait QueryStore: Send + Sync {
     where
         T: Send + 'static,
         W: FnOnce(Plan, &mut Feed) -> Result<T, StreamError> + Send + 'static;
+    /// Stores a trusted conversion unless its order id is stored:
+    /// whether it was (one conditional PutItem).
+    fn put_conversion(
+        &self,
+        site: &str,
+        conversion: &Conversion,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// The site's conversions recorded on local days `from` to `to`.
+    fn conversions(
+        &self,
+        site: &str,
+        from: &str,
+        to: &str,
+    ) -> impl Future<Output = Result<Vec<Conversion>, StoreError>> + Send;
+    /// A page of them after an order id, and where the next starts.
+    fn conversions_page(
+        &self,
+        site: &str,
+        range: (&str, &str),
+        after: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<(Vec<Conversion>, Option<String>), StoreError>> + Send;
+    /// An affiliate of the site by slug.
+    fn affiliate(
+        &self,
+        site: &str,
+        slug: &str,
+    ) -> impl Future<Output = Result<Option<Affiliate>, StoreError>> + Send;
 }
 
 /// The DynamoDB-backed query store.
@@ -341,5 +371,38 @@ impl QueryStore for DynamoQuery {
         W: FnOnce(Plan, &mut Feed) -> Result<T, StreamError> + Send + 'static,
     {
         self.store.stream(site, now, limits, jobs).await
+    }
+
+    async fn put_conversion(
+        &self,
+        site: &str,
+        conversion: &Conversion,
+    ) -> Result<bool, StoreError> {
+        self.store.put_conversion(site, conversion).await
+    }
+
+    async fn conversions(
+        &self,
+        site: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Conversion>, StoreError> {
+        self.store.conversions(site, from, to).await
+    }
+
+    async fn conversions_page(
+        &self,
+        site: &str,
+        range: (&str, &str),
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<Conversion>, Option<String>), StoreError> {
+        self.store
+            .conversions_page(site, range.0, range.1, after, limit)
+            .await
+    }
+
+    async fn affiliate(&self, site: &str, slug: &str) -> Result<Option<Affiliate>, StoreError> {
+        self.store.affiliate(site, slug).await
     }
 }

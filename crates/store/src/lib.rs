@@ -16,6 +16,8 @@
 //! - [`sites`]: sites and API keys, with a per-instance site cache.
 //! - [`settings`]: a site's goals and funnels.
 //! - [`saved`]: a site's saved segments and annotations.
+//! - [`conversions`]: trusted conversions (one conditional PutItem per
+//!   order id) and affiliates.
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
 //! - [`accounts`]: the console's users, sessions, memberships, invites,
 //!   setup tokens, settings, audit entries and guess windows.
@@ -28,6 +30,7 @@ pub mod alerts;
 pub mod bots;
 pub mod client;
 pub mod clock;
+pub mod conversions;
 pub mod detail;
 pub mod env;
 pub mod error;

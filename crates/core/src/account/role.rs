@@ -10,7 +10,8 @@
 //! and alone may create sites, change the instance settings and make
 //! password reset links ([`InstanceAction`]). API keys carry a
 //! [`KeyScope`]: `read` keys read, `configure` keys also configure their
-//! site, neither manages members.
+//! site, `write` keys read and record trusted conversions; none manages
+//! members.
 
 use serde::{Deserialize, Serialize};
 
@@ -123,6 +124,9 @@ pub enum KeyScope {
     Read,
     /// Reads and configures.
     Configure,
+    /// Reads and records trusted conversions
+    /// (`POST /api/sites/{site}/conversions`); configures nothing.
+    Write,
 }
 
 impl KeyScope {
@@ -130,10 +134,17 @@ impl KeyScope {
     /// admin.
     pub fn allows(self, action: Action) -> bool {
         let role = match self {
-            Self::Read => Role::Viewer,
+            Self::Read | Self::Write => Role::Viewer,
             Self::Configure => Role::Admin,
         };
         role.allows(action)
+    }
+
+    /// Whether a key of this scope may record trusted conversions: only a
+    /// `write` key (a server's secret; a key that reads a dashboard never
+    /// writes money).
+    pub fn records_conversions(self) -> bool {
+        self == Self::Write
     }
 }
 
@@ -195,6 +206,16 @@ mod tests {
             );
         }
         assert_eq!(KeyScope::default(), KeyScope::Read);
+        for action in Action::ALL {
+            assert_eq!(KeyScope::Write.allows(action), action == Action::Read);
+        }
+        let writers: Vec<KeyScope> = [KeyScope::Read, KeyScope::Configure, KeyScope::Write]
+            .into_iter()
+            .filter(|s| s.records_conversions())
+            .collect();
+        assert_eq!(writers, [KeyScope::Write]);
+        let write: KeyScope = serde_json::from_str("\"write\"").expect("scope");
+        assert_eq!(write, KeyScope::Write);
         let parsed: KeyScope = serde_json::from_str("\"configure\"").expect("scope");
         assert_eq!(parsed, KeyScope::Configure);
     }

@@ -195,26 +195,7 @@ pub(crate) async fn annotations<S: QueryStore>(
     access: &Access,
 ) -> Result<Response<Body>, ApiError> {
     let format = crate::doors::reports::format(request)?;
-    let params = params(request);
-    if let Some(unknown) = params
-        .keys()
-        .find(|k| !["period", "from", "to", "format"].contains(&k.as_str()))
-    {
-        return Err(ApiError::bad_request(
-            "unknown_parameter",
-            format!("unknown parameter {unknown:?}: annotations take period, from, to and format"),
-        ));
-    }
-    let get = |k: &str| params.get(k).map(String::as_str).filter(|s| !s.is_empty());
-    let ctx = reader.context();
-    let today = ctx.zone.local_date(ctx.now);
-    let (_, range) =
-        tally_core::range::resolve(get("period"), get("from"), get("to"), today, ctx.first_day)
-            .map_err(ParseError::from)?;
-    let (from, to) = (
-        tally_core::zone::format_date(range.from),
-        tally_core::zone::format_date(range.to),
-    );
+    let (from, to, _) = crate::doors::local_period(reader, request, "annotations", &["format"])?;
     let uid = reader_uid(access);
     let results: Vec<AnnotationRow> = store
         .annotations(&reader.site.id, &from, &to)

@@ -17,7 +17,7 @@
 
 use crate::access::Access;
 use crate::batch::Reader;
-use crate::doors::params;
+use crate::doors::{params, refuse_links};
 use crate::error::{ApiError, json_response};
 use crate::read::stream_error;
 use crate::store::QueryStore;
@@ -37,20 +37,6 @@ use tally_core::segment::Manifest;
 use tally_core::zone::Zone;
 use tally_store::detail::{Feed, StreamError, StreamLimits};
 use time::Date;
-
-/// A shared link may not list visits.
-fn refuse_links(access: &Access) -> Result<(), ApiError> {
-    match access {
-        Access::Share(_) => Err(ApiError {
-            status: 403,
-            code: "not_shared",
-            message:
-                "visits are not part of a shared link: read them with an API key or as a member"
-                    .into(),
-        }),
-        _ => Ok(()),
-    }
-}
 
 /// What one day's stream looks for, owned (it runs on the blocking pool).
 struct Job {
@@ -141,7 +127,7 @@ pub(crate) async fn list<S: QueryStore>(
     request: &Request,
     access: &Access,
 ) -> Result<Response<Body>, ApiError> {
-    refuse_links(access)?;
+    refuse_links(access, "visits")?;
     let (params, narrowing) =
         crate::doors::saved::narrowing(store, &reader.site.id, access, request).await?;
     let mut parsed = visits::parse(&params, &reader.context())?;
@@ -226,7 +212,7 @@ pub(crate) async fn journey<S: QueryStore>(
     access: &Access,
     id: &str,
 ) -> Result<Response<Body>, ApiError> {
-    refuse_links(access)?;
+    refuse_links(access, "visits")?;
     if let Some(name) = params(request).keys().next() {
         return Err(ApiError::bad_request(
             "unknown_parameter",
