@@ -83,6 +83,10 @@ pub enum KeyCommand {
         /// A label to recognise the key by.
         #[arg(long, default_value = "")]
         label: String,
+        /// What it may do: `read` (reports), `write` (reports, and
+        /// recording trusted conversions) or `configure`.
+        #[arg(long, default_value = "read")]
+        scope: String,
     },
     /// List a site's keys (prefixes only).
     List(SiteArg),
@@ -455,16 +459,21 @@ pub async fn key(command: KeyCommand, target: &Target) -> anyhow::Result<()> {
     let store = connect(target).await;
     let mut out = std::io::stdout().lock();
     match command {
-        KeyCommand::Create { site, label } => {
+        KeyCommand::Create { site, label, scope } => {
+            let scope: tally_core::account::KeyScope = serde_json::from_value(
+                serde_json::Value::String(scope.clone()),
+            )
+            .with_context(|| format!("unknown scope {scope:?}: use read, write or configure"))?;
             store
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
-            let key = tally_cli::sites::create_key(
+            let key = tally_cli::sites::create_scoped_key(
                 &store,
                 &site,
                 &label,
                 tally_cli::sites::tag_key().as_ref(),
+                scope,
                 now_ms(),
             )
             .await?;

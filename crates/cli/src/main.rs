@@ -5,6 +5,7 @@
 
 mod accounts;
 mod admin;
+mod affiliate;
 mod alert;
 mod dev;
 mod history;
@@ -52,6 +53,13 @@ enum Command {
     Key {
         #[command(subcommand)]
         command: admin::KeyCommand,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Manage affiliates (trusted conversions' commissions).
+    Affiliate {
+        #[command(subcommand)]
+        command: affiliate::AffiliateCommand,
         #[command(flatten)]
         target: Target,
     },
@@ -147,6 +155,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Dev(args) => dev::run(args).await,
         Command::Site { command, target } => admin::site(command, &target).await,
         Command::Key { command, target } => admin::key(command, &target).await,
+        Command::Affiliate { command, target } => affiliate::run(command, &target).await,
         Command::Goal { command, target } => admin::goal(command, &target).await,
         Command::Funnel { command, target } => admin::funnel(command, &target).await,
         Command::Rollup { args, target } => rollup::rollup(args, &target).await,

@@ -74,8 +74,21 @@ pub async fn create_key(
     tag: Option<&TagKey>,
     now: Millis,
 ) -> anyhow::Result<String> {
+    create_scoped_key(store, site, label, tag, KeyScope::Read, now).await
+}
+
+/// As [`create_key`], of a chosen scope (`write`: it also records trusted
+/// conversions).
+pub async fn create_scoped_key(
+    store: &Store,
+    site: &str,
+    label: &str,
+    tag: Option<&TagKey>,
+    scope: KeyScope,
+    now: Millis,
+) -> anyhow::Result<String> {
     let key = tally_core::tag::credential(tag, auth::KEY_PREFIX, site, &random::<20>()?);
-    let record = ApiKeyRecord::new(&key, label, None, KeyScope::Read, now)?;
+    let record = ApiKeyRecord::new(&key, label, None, scope, now)?;
     store.put_api_key(site, &record).await?;
     Ok(key)
 }
