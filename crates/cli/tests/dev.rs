@@ -108,6 +108,9 @@ async fn dev_serves_the_stack_and_keeps_data_across_restarts() {
         .post(&format!("{http}/collect"))
         .header("user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
         .header("content-type", "text/plain")
+        // As a browser sends it: `tally dev` runs every bot signal, and a
+        // request without Accept-Language is dropped as `headers`.
+        .header("accept-language", "fr-FR,fr;q=0.9")
         .send(body.to_string())
         .unwrap();
     assert_eq!(response.status().as_u16(), 202);
