@@ -592,7 +592,7 @@ async function main() {
     await view(viewer, 'site-goals');
     assert.equal(await viewer.textContent(tid('my-role')), 'admin');
     const tabs = await viewer.$$eval('.tabs a', as => as.map(a => a.dataset.testid));
-    assert.deepEqual(tabs, ['tab-general', 'tab-goals', 'tab-funnels', 'tab-segments', 'tab-annotations', 'tab-reports', 'tab-shares', 'tab-keys']);
+    assert.deepEqual(tabs, ['tab-general', 'tab-goals', 'tab-funnels', 'tab-segments', 'tab-annotations', 'tab-reports', 'tab-alerts', 'tab-shares', 'tab-keys']);
     assert.ok(await viewer.isVisible(tid('goal-form')));
     await viewer.selectOption(tid('goal-kind'), 'event');
     await viewer.fill(tid('goal-value'), 'Newsletter');

@@ -6,7 +6,10 @@
 //! (ring); a flat site and a low-volume site get none; a rerun sends
 //! nothing; a failing receiver is retried when due, every attempt in the
 //! delivery log, and given up after the last retry; a second spike inside
-//! the cooldown sends nothing.
+//! the cooldown sends nothing. Settings saved through the console's
+//! `PUT …/alerts` are the ones the job reads: its spike reaches the URLs
+//! given there, signed with the secret the console showed, and the
+//! console's log lists it; bad settings are refused with nothing stored.
 
 #![allow(clippy::unwrap_used)]
 
@@ -19,6 +22,7 @@ use tally_rollup::alerts::{AlertJob, AlertsReport, run_due};
 use tally_rollup::webhook::Webhooks;
 use tally_store::Store;
 use tally_tests::Harness;
+use tally_tests::console::{Console, error_code, owner};
 use tally_tests::seed::{pageview, store_events};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -108,7 +112,7 @@ impl Receiver {
 /// A site whose hour `hour` has `observed` visitors and whose same hour in
 /// each of the 8 weeks before has `weeks[w]` (w = 0 the week before),
 /// written as one page view per visitor.
-async fn series(h: &Harness, site: &Site, hour: Millis, observed: u64, weeks: &[u64; 8]) {
+async fn series(store: &Store, site: &Site, hour: Millis, observed: u64, weeks: &[u64; 8]) {
     let mut events = Vec::new();
     for (w, n) in std::iter::once(observed)
         .chain(weeks.iter().copied())
@@ -119,7 +123,7 @@ async fn series(h: &Harness, site: &Site, hour: Millis, observed: u64, weeks: &[
             events.push(pageview(site, v, start + v as i64 * 5_000));
         }
     }
-    store_events(&h.store, site, &events).await;
+    store_events(store, site, &events).await;
 }
 
 async fn site(h: &Harness, id: &str, receiver: &Receiver, spec: AlertSpec) -> Site {
@@ -190,12 +194,12 @@ async fn an_injected_spike_alerts_once_on_every_channel_and_its_signature_verifi
         },
     )
     .await;
-    series(&h, &spiky, H, 150, &STEADY).await;
+    series(&h.store, &spiky, H, 150, &STEADY).await;
     let flat = site(&h, "flat", &rx, AlertSpec::default()).await;
-    series(&h, &flat, H, 31, &STEADY).await;
+    series(&h.store, &flat, H, 31, &STEADY).await;
     // Tenfold, but its baseline (3) is under the minimum volume (20).
     let quiet = site(&h, "quiet", &rx, AlertSpec::default()).await;
-    series(&h, &quiet, H, 30, &[3; 8]).await;
+    series(&h.store, &quiet, H, 30, &[3; 8]).await;
 
     let report = run(&h.store, RUN, Some(&mail)).await;
     assert_eq!(
@@ -275,7 +279,7 @@ async fn a_failing_receiver_is_retried_when_due_and_every_attempt_is_logged() {
     let h = Harness::start().await;
     let rx = Receiver::start(vec![500, 200]).await;
     let s = site(&h, "retry", &rx, AlertSpec::default()).await;
-    series(&h, &s, H, 150, &STEADY).await;
+    series(&h.store, &s, H, 150, &STEADY).await;
 
     assert_eq!(run(&h.store, RUN, None).await.attempts, 1);
     // Not due yet: nothing is sent.
@@ -308,7 +312,7 @@ async fn a_receiver_that_keeps_failing_is_given_up_after_the_last_retry() {
     let h = Harness::start().await;
     let rx = Receiver::start(vec![503]).await;
     let s = site(&h, "down", &rx, AlertSpec::default()).await;
-    series(&h, &s, H, 150, &STEADY).await;
+    series(&h.store, &s, H, 150, &STEADY).await;
     // Each run at the instant the schedule makes the next attempt due.
     let mut at = RUN;
     let mut given_up = 0;
@@ -348,7 +352,7 @@ async fn a_second_spike_inside_the_cooldown_sends_nothing() {
     .await;
     // Spikes at H, H+1 h (inside the 3 h cooldown) and H+3 h (after it).
     for k in [0, 1, 3] {
-        series(&h, &s, H + k * HOUR_MS, 150, &STEADY).await;
+        series(&h.store, &s, H + k * HOUR_MS, 150, &STEADY).await;
     }
     let fired: Vec<usize> = {
         let mut out = Vec::new();
@@ -370,4 +374,212 @@ async fn a_second_spike_inside_the_cooldown_sends_nothing() {
         hours,
         ["2026-06-01T10:00:00+00:00", "2026-06-01T13:00:00+00:00"]
     );
+}
+
+/// A console PUT with http:// to another host, a threshold out of range,
+/// an unknown field or no channel answers 400 with its code and stores
+/// nothing; local http is refused unless the console allows it (as `tally
+/// dev`). Saved settings are the job's: its spike reaches the console's
+/// URLs signed with the secret the console shows, the log route lists the
+/// alert and its deliveries, and a rotated secret signs the next.
+#[tokio::test]
+async fn settings_saved_in_the_console_are_the_ones_the_job_reads() {
+    use serde_json::json;
+    use tally_store::accounts::AuditLog;
+    let mut console = Console::start().await;
+    let mut browser = owner(&console).await;
+    let store = console.store.clone();
+    let mut s = Site::new("consoled", &["consoled.example".into()], "UTC", 0).unwrap();
+    s.retention_days = 90;
+    store.create_site(&s).await.unwrap();
+    let rx = Receiver::start(vec![200]).await;
+    let path = "sites/consoled/alerts";
+    let audits = || async {
+        store
+            .audit(&AuditLog::Site("consoled".into()), 100, None)
+            .await
+            .unwrap()
+            .0
+    };
+
+    let hook = format!("{}/consoled/hook", rx.url);
+    let refused = [
+        (
+            json!({"webhook_url": "http://hooks.example.com/x"}),
+            "invalid_url",
+        ),
+        (json!({"webhook_url": hook}), "invalid_url"),
+        (json!({"spike_pct": 100}), "invalid_spike_pct"),
+        (json!({"spike_pct": 10_001}), "threshold_out_of_range"),
+        (json!({"drop_pct": 100}), "invalid_drop_pct"),
+        (json!({"cooldown_hours": 169}), "invalid_cooldown"),
+        (json!({"min_volume": 0}), "invalid_min_volume"),
+        (json!({"enabled": true}), "no_channel"),
+        (json!({"emails": ["not an address"]}), "invalid_email"),
+        (json!({"spike_pct": -5}), "invalid_body"),
+        (json!({"threshold": 5}), "invalid_body"),
+    ];
+    for (body, code) in &refused {
+        let (status, answer) = browser
+            .call(&console, "PUT", path, Some(body.clone()))
+            .await;
+        assert_eq!(
+            (status, error_code(&answer)),
+            (400, Some(*code)),
+            "{body}: {answer}"
+        );
+        assert!(!answer.to_string().contains("hooks.example.com/x"));
+    }
+    assert_eq!(store.alert_settings("consoled").await.unwrap(), None);
+    assert!(audits().await.is_empty(), "nothing refused is audited");
+
+    console.config.allow_local_urls = true;
+    let slack = format!("{}/slack/T0/B0/sekrit", rx.url);
+    let body = json!({
+        "enabled": true,
+        "watch": "spike",
+        "min_volume": 25,
+        "cooldown_hours": 12,
+        "emails": ["Ops@Example.com"],
+        "slack_url": slack,
+        "webhook_url": hook,
+    });
+    let (status, saved) = browser.call(&console, "PUT", path, Some(body)).await;
+    assert_eq!(status, 200, "{saved}");
+    let local = rx.url.replace("http://", "");
+    assert_eq!(saved["slack_url"], format!("http://{local}/…"));
+    assert_eq!(saved["webhook_url"], format!("http://{local}/…"));
+    assert!(!saved.to_string().contains("sekrit") && !saved.to_string().contains("/consoled/hook"));
+    let secret = saved["webhook_secret"].as_str().unwrap().to_owned();
+    assert!(
+        secret.starts_with("whsec_") && secret.len() == 6 + 64,
+        "{secret}"
+    );
+    let (status, shown) = browser.call(&console, "GET", path, None).await;
+    assert_eq!((status, &shown), (200, &saved));
+    // What the job will read, from the store.
+    let stored = store.alert_settings("consoled").await.unwrap().unwrap();
+    assert!(stored.enabled);
+    assert_eq!(stored.config.watch, tally_core::alert::Watch::Spike);
+    assert_eq!(
+        (
+            stored.config.min_volume,
+            stored.config.cooldown_hours,
+            stored.config.spike_pct
+        ),
+        (25, 12, 300)
+    );
+    assert_eq!(stored.emails, ["ops@example.com"]);
+    assert_eq!(stored.slack_url.as_deref(), Some(slack.as_str()));
+    assert_eq!(stored.webhook_url.as_deref(), Some(hook.as_str()));
+    assert_eq!(stored.webhook_secret.as_deref(), Some(secret.as_str()));
+    let entries = audits().await;
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        entries[0].detail,
+        "alert settings: turned on, thresholds changed, 1 alert addresses, Slack URL set, webhook URL set"
+    );
+
+    // A spike at an hour just after the console's clock.
+    let hour = tally_tests::console::START + HOUR_MS;
+    let run_at = hour + HOUR_MS + 20 * MINUTE_MS;
+    series(&store, &s, hour, 150, &STEADY).await;
+    let mail = outbox("console");
+    let report = run(&store, run_at, Some(&mail)).await;
+    assert_eq!(
+        (report.fired, report.attempts, report.delivered),
+        (1, 3, 3),
+        "{report:?}"
+    );
+    let got = rx.got();
+    let mut paths: Vec<&str> = got.iter().map(|r| r.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(paths, ["/consoled/hook", "/slack/T0/B0/sekrit"]);
+    let signed = got.iter().find(|r| r.path == "/consoled/hook").unwrap();
+    assert!(signature_holds(
+        &secret,
+        signed.signature.as_deref().unwrap(),
+        &signed.body
+    ));
+    assert_eq!(mail.list().unwrap()[0].message.to, "ops@example.com");
+
+    console.clock.set(run_at + MINUTE_MS);
+    let (status, log) = browser
+        .call(&console, "GET", &format!("{path}/log"), None)
+        .await;
+    assert_eq!(status, 200, "{log}");
+    assert_eq!(log["hours"], 168);
+    let alerts = log["alerts"].as_array().unwrap();
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(
+        (
+            &alerts[0]["kind"],
+            &alerts[0]["hour"],
+            &alerts[0]["observed"],
+            &alerts[0]["baseline"]
+        ),
+        (&json!("spike"), &json!(hour), &json!(150), &json!(30.0))
+    );
+    let mut deliveries: Vec<(String, bool, usize)> = log["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["channel"].as_str().unwrap().to_owned(),
+                d["delivered"].as_bool().unwrap(),
+                d["attempts"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    deliveries.sort();
+    assert_eq!(
+        deliveries,
+        [
+            ("email".to_owned(), true, 1),
+            ("slack".to_owned(), true, 1),
+            ("webhook".to_owned(), true, 1)
+        ]
+    );
+    let (status, _) = browser
+        .call(&console, "GET", &format!("{path}/log?hours=abc"), None)
+        .await;
+    assert_eq!(status, 400);
+
+    // Rotating: a new secret, the URLs kept; the next alert is signed
+    // with it (a spike after the 12-hour cooldown).
+    let (status, rotated) = browser
+        .call(&console, "PUT", path, Some(json!({"rotate_secret": true})))
+        .await;
+    assert_eq!(status, 200, "{rotated}");
+    let new_secret = rotated["webhook_secret"].as_str().unwrap().to_owned();
+    assert_ne!(new_secret, secret);
+    let after = store.alert_settings("consoled").await.unwrap().unwrap();
+    assert_eq!(after.webhook_url.as_deref(), Some(hook.as_str()));
+    assert_eq!(after.webhook_secret.as_deref(), Some(new_secret.as_str()));
+    let entries = audits().await;
+    assert_eq!(entries.len(), 2);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.detail == "alert settings: signing secret rotated")
+    );
+    assert!(
+        entries
+            .iter()
+            .all(|e| !e.detail.contains("whsec_") && !e.detail.contains("sekrit"))
+    );
+    let later = hour + 13 * HOUR_MS;
+    series(&store, &s, later, 150, &STEADY).await;
+    let report = run(&store, later + HOUR_MS + 20 * MINUTE_MS, Some(&mail)).await;
+    assert_eq!(report.fired, 1, "{report:?}");
+    let got = rx.got();
+    let second = got
+        .iter()
+        .filter(|r| r.path == "/consoled/hook")
+        .nth(1)
+        .unwrap();
+    let header = second.signature.as_deref().unwrap();
+    assert!(signature_holds(&new_secret, header, &second.body));
+    assert!(!signature_holds(&secret, header, &second.body));
 }

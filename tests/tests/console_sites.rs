@@ -376,6 +376,7 @@ impl Rig {
             Probe::Segments => format!("{:?}", s.saved_segments(site).await.unwrap()),
             Probe::Annotations => format!("{:?}", s.annotations(site, None).await.unwrap()),
             Probe::Recipients => format!("{:?}", s.report_subscriptions(site).await.unwrap()),
+            Probe::Alerts => format!("{:?}", s.alert_settings(site).await.unwrap()),
             Probe::Shares => {
                 let shares = s.shares(site).await.unwrap();
                 let target = shares.iter().find(|x| x.hash == f.share_hash).cloned();
@@ -410,6 +411,7 @@ enum Probe {
     Segments,
     Annotations,
     Recipients,
+    Alerts,
     Shares,
     Keys,
     Members,
@@ -617,6 +619,32 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             Probe::Recipients,
         ),
+        // Alert settings hold addresses, a Slack URL and the signing
+        // secret: configure, as the email reports.
+        case(
+            "GET",
+            format!("sites/{site}/alerts"),
+            None,
+            Configure,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "PUT",
+            format!("sites/{site}/alerts"),
+            Some(json!({"enabled": true, "emails": ["ops@example.com"], "cooldown_hours": 12})),
+            Configure,
+            200,
+            Probe::Alerts,
+        ),
+        case(
+            "GET",
+            format!("sites/{site}/alerts/log"),
+            None,
+            Configure,
+            200,
+            Probe::Nothing,
+        ),
         case(
             "GET",
             format!("sites/{site}/shares"),
@@ -779,7 +807,7 @@ async fn every_caller_against_every_site_route() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 36 * CALLERS.len());
+    assert_eq!(checked, 39 * CALLERS.len());
 }
 
 /// `GET sites` lists each caller's sites with their role; `POST sites` is

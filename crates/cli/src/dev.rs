@@ -129,9 +129,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         ensure_demo_owner(&store, &args.data_dir).await?
     };
 
-    // Invitations go to the outbox `/dev/outbox` lists.
+    // Invitations go to the outbox `/dev/outbox` lists; alert webhooks may
+    // be plain http to this machine (as `tally alert set --allow-local`).
     let console_config = tally_console::Config::new(&secret)
-        .with_mailer(tally_mail::Outbox::in_data_dir(&args.data_dir));
+        .with_mailer(tally_mail::Outbox::in_data_dir(&args.data_dir))
+        .allowing_local_urls();
     let app = Arc::new(App {
         ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
         // Metric lines are for CloudWatch; `tally dev` keeps stdout for its

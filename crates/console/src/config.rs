@@ -34,6 +34,9 @@ pub struct Config {
     /// Sends invitations (SES when `EMAIL_FROM` is set; the outbox in
     /// `tally dev`; none: links are only returned).
     pub mailer: Option<Arc<dyn Mailer>>,
+    /// Accept plain `http` alert webhooks to this machine (`tally dev`,
+    /// tests; `tally alert set --allow-local`); never on AWS.
+    pub allow_local_urls: bool,
 }
 
 impl Config {
@@ -48,6 +51,7 @@ impl Config {
             ingest_url: None,
             public_url: None,
             mailer: None,
+            allow_local_urls: false,
         }
     }
 
@@ -71,6 +75,14 @@ impl Config {
     #[must_use]
     pub fn with_mailer(mut self, mailer: impl Mailer + 'static) -> Self {
         self.mailer = Some(Arc::new(mailer));
+        self
+    }
+
+    /// This configuration accepting plain `http` alert webhooks to this
+    /// machine, as `tally dev` runs it.
+    #[must_use]
+    pub fn allowing_local_urls(mut self) -> Self {
+        self.allow_local_urls = true;
         self
     }
 }

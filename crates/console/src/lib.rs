@@ -20,7 +20,7 @@
 //!   `{ok: true, sessions_ended}` (401 `invalid_credentials`), the user's
 //!   other sessions ended;
 //! - sites and everything the CLI configures, with roles, invitations and
-//!   an audit log ([`sites`], [`goals`], [`saved`], [`recipients`], [`credentials`], [`members`],
+//!   an audit log ([`sites`], [`goals`], [`saved`], [`recipients`], [`alerts`], [`credentials`], [`members`],
 //!   [`audit`]; bodies in [`site_body`]; who may do what decided once, in
 //!   [`permit`]): listed below.
 //!
@@ -75,6 +75,9 @@
 //! | `GET sites/{site}/email-reports` | C | — | `{recipients: [Recipient]}`, `Recipient` = `{id, email, weekly, monthly, created_at}` (`id`: the address hash) |
 //! | `POST sites/{site}/email-reports` | C | `{email, weekly?: false, monthly?: false}` (one at least; an address already listed gets the reports given now: 200) | 201 `Recipient` (409 `too_many_recipients` past 50) |
 //! | `DELETE sites/{site}/email-reports/{id}` | C | — | `{ok: true}` |
+//! | `GET sites/{site}/alerts` | C | — | `Alerts` = `{enabled, watch: "spike"\|"drop"\|"both", min_volume, spike_pct, spread_pct, drop_pct, cooldown_hours, emails, slack_url, webhook_url, webhook_secret, updated_at}` (URLs as scheme and host only; `updated_at` null: never saved, the defaults) |
+//! | `PUT sites/{site}/alerts` | C | any of `{enabled, watch, min_volume, spike_pct, spread_pct, drop_pct, cooldown_hours, emails: [..], slack_url, webhook_url, rotate_secret}` (`""` removes a URL; core's `AlertSpec::apply`, as `tally alert set`; else 400 `invalid_spike_pct`, `invalid_url`, `no_channel`, …) | `Alerts` (a signing secret made when a webhook URL is first set or `rotate_secret`) |
+//! | `GET sites/{site}/alerts/log?hours=168` | C | — | `{hours, alerts: [{kind, hour, observed, baseline, threshold, recorded_at}], deliveries: [{channel, hour, delivered, next_at, attempts: [{channel, hour, attempt, at, status, ok, next_at}]}]}` (newest first, at most 100 each, `hours` 1-720) |
 //! | `GET sites/{site}/keys` | C, people | — | `{keys: [Key]}`, `Key` = `{id, prefix, label, scope: "read"\|"configure", owner, created_at, revoked_at}` |
 //! | `POST sites/{site}/keys` | C, people | `{label?, scope?: "read"}` | 201 `{key, item: Key}` (shown once) |
 //! | `DELETE sites/{site}/keys/{id}` | C, people (an admin: own keys) | — | `{ok: true}` (revoked) |
@@ -92,6 +95,7 @@
 //! these routes, hash-routed, under a strict CSP.
 
 pub mod account;
+pub mod alerts;
 pub mod audit;
 pub mod auth;
 pub mod body;
@@ -183,6 +187,9 @@ enum SiteRoute<'a> {
     Snippet(&'a str),
     FirstPageview(&'a str),
     Audit(&'a str),
+    Alerts(&'a str),
+    SetAlerts(&'a str),
+    AlertLog(&'a str),
     Items(&'a str, Collection),
     AddItem(&'a str, Collection),
     Item(&'a str, Collection, &'a str),
@@ -228,6 +235,11 @@ fn site_route<'a>(
         (["sites", _, "snippet" | "first-pageview" | "audit"], _) => {
             return Some(Err(method_not_allowed("GET")));
         }
+        (["sites", site, "alerts"], "GET") => SiteRoute::Alerts(site),
+        (["sites", site, "alerts"], "PUT") => SiteRoute::SetAlerts(site),
+        (["sites", _, "alerts"], _) => return Some(Err(method_not_allowed("GET or PUT"))),
+        (["sites", site, "alerts", "log"], "GET") => SiteRoute::AlertLog(site),
+        (["sites", _, "alerts", "log"], _) => return Some(Err(method_not_allowed("GET"))),
         (["sites", site, name], method) => {
             let c = collection(name)?;
             match method {
@@ -255,7 +267,7 @@ fn site_route<'a>(
 }
 
 /// Runs a site route.
-async fn dispatch_site<S: SiteStore + reports::ReportStore>(
+async fn dispatch_site<S: SiteStore + reports::ReportStore + alerts::AlertStore>(
     store: &S,
     config: &Config,
     request: &Request,
@@ -273,6 +285,9 @@ async fn dispatch_site<S: SiteStore + reports::ReportStore>(
         SiteRoute::Snippet(site) => sites::snippet_of(s, config, r, site, now).await,
         SiteRoute::FirstPageview(site) => sites::first_pageview(s, r, site, now).await,
         SiteRoute::Audit(site) => audit::list(s, r, site, now).await,
+        SiteRoute::Alerts(site) => alerts::get(s, r, site, now).await,
+        SiteRoute::SetAlerts(site) => alerts::put(s, config, r, site, now).await,
+        SiteRoute::AlertLog(site) => alerts::log(s, r, site, now).await,
         SiteRoute::AcceptInvite => members::accept(s, config, r, now).await,
         SiteRoute::Items(site, c) => match c {
             C::Goals => goals::goals(s, r, site, now).await,
@@ -359,7 +374,7 @@ fn route<'a>(method: &str, segments: &[&'a str]) -> Result<Route<'a>, ConsoleErr
 }
 
 /// Handles one request under [`PREFIX`].
-pub async fn handle<S: SiteStore + reports::ReportStore, C: Clock>(
+pub async fn handle<S: SiteStore + reports::ReportStore + alerts::AlertStore, C: Clock>(
     store: &S,
     clock: &C,
     config: &Config,
@@ -391,7 +406,7 @@ pub async fn handle<S: SiteStore + reports::ReportStore, C: Clock>(
     response
 }
 
-async fn dispatch<S: SiteStore + reports::ReportStore, C: Clock>(
+async fn dispatch<S: SiteStore + reports::ReportStore + alerts::AlertStore, C: Clock>(
     store: &S,
     clock: &C,
     config: &Config,
@@ -500,6 +515,19 @@ mod tests {
                 Collection::EmailReports,
                 "0123456789abcdef"
             )))
+        );
+        assert_eq!(
+            r("PUT", &["sites", "a", "alerts"]),
+            Some(Ok(SiteRoute::SetAlerts("a")))
+        );
+        assert_eq!(
+            r("GET", &["sites", "a", "alerts", "log"]),
+            Some(Ok(SiteRoute::AlertLog("a")))
+        );
+        assert_eq!(r("POST", &["sites", "a", "alerts"]), Some(Err(405)));
+        assert_eq!(
+            r("DELETE", &["sites", "a", "alerts", "log"]),
+            Some(Err(405))
         );
         assert_eq!(r("GET", &["sites", "a", "nope"]), None);
         assert_eq!(
