@@ -119,8 +119,8 @@ async function main() {
     assert.equal(new URL(dash.url()).searchParams.get('segment'), segmentId);
     await eventually(async () => assert.deepEqual(pick(await shownTotals(dash), METRICS), pick(narrowed, METRICS)), TIMEOUT);
     // Every report of the view carried it (not realtime, nor the lists of
-    // segments and annotations).
-    const reports = asked.filter(u => !/\/(realtime|segments|annotations|access|funnels)$/.test(u.pathname));
+    // segments and annotations, nor the bots blocked: site-wide counts).
+    const reports = asked.filter(u => !/\/(realtime|segments|annotations|access|funnels|bots)$/.test(u.pathname));
     assert.ok(reports.length >= 3, reports.map(String).join('\n'));
     for (const u of reports) assert.equal(u.searchParams.get('segment'), segmentId, String(u));
   });

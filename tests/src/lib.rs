@@ -260,6 +260,25 @@ pub async fn new_key(store: &Store, site: &str, seed: u8) -> String {
     key
 }
 
+/// A new shared link of `site` (no filter, no password, no expiry) made
+/// from `seed`, stored as `tally share create` stores it: its token.
+pub async fn new_share(store: &Store, site: &str, seed: u8) -> String {
+    let token = tally_core::share::token_from_bytes(site, &[seed; 20]);
+    let link = tally_core::share::Share {
+        hash: tally_core::share::hash_token(&token),
+        prefix: tally_core::share::shown_prefix(&token),
+        label: format!("link {seed}"),
+        filter: String::new(),
+        created_at: 0,
+        expires_at: None,
+        password: None,
+        revoked_at: None,
+        segment: None,
+    };
+    store.put_share(site, &link).await.unwrap();
+    token
+}
+
 /// The query API as a dashboard calls it: one site, one key, a fixed now.
 pub struct Api {
     /// The query function's store.

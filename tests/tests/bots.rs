@@ -17,7 +17,7 @@ use tally_ingest::{Config, handle};
 use tally_query::store::DynamoQuery;
 use tally_store::clock::{Clock, ManualClock};
 use tally_store::salt::{SharedSalt, random_secret};
-use tally_tests::{Api, Harness, new_key, post_request, status_and_json};
+use tally_tests::{Api, Harness, new_key, new_share, post_request, status_and_json};
 use time::macros::date;
 
 const SITE: &str = "blog";
@@ -117,6 +117,15 @@ fn chrome(lang: Option<&'static str>) -> Vec<(&'static str, &'static str)> {
     h
 }
 
+/// (case, client address, headers, expected status, expected reason).
+type Case = (
+    &'static str,
+    &'static str,
+    Vec<(&'static str, &'static str)>,
+    &'static str,
+    &'static str,
+);
+
 #[tokio::test]
 async fn each_signal_drops_with_its_reason_and_the_api_counts_them() {
     let mut rig = Rig::new().await;
@@ -126,8 +135,7 @@ async fn each_signal_drops_with_its_reason_and_the_api_counts_them() {
         h.push((k, v));
         h
     };
-    // (case, client address, headers, expected status, expected reason)
-    let cases: Vec<(&str, &str, Vec<(&str, &str)>, &str, &str)> = vec![
+    let cases: Vec<Case> = vec![
         ("chrome at home", HOME, chrome(de), "accepted", ""),
         (
             "chrome on a phone network (IPv6)",
@@ -282,6 +290,22 @@ async fn each_signal_drops_with_its_reason_and_the_api_counts_them() {
     assert_eq!(yesterday["days"], Value::Array(vec![]));
     assert_eq!(api.call(&config, "bots?period=fortnight").await.0, 400);
     assert_eq!(api.call(&config, "bots?nonsense=1").await.0, 400);
+    // A shared link (unfiltered) reads the site's reports, not its bots.
+    let shared = Api {
+        key: new_share(&rig.h.store, SITE, 5).await,
+        ..api
+    };
+    let (status, refused) = shared.call(&config, "bots?period=day").await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (403, Some("not_shared")),
+        "{refused}"
+    );
+    let (status, stats) = shared.call(&config, "stats?period=day").await;
+    assert_eq!(
+        (status, &stats["results"]["pageviews"]),
+        (200, &Value::from(stored))
+    );
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ use tally_query::store::DynamoQuery;
 use tally_tests::reference::Reference;
 use tally_tests::seed::{Seeded, store_events, traffic};
 use tally_tests::visits::{Shown, list, read_row, shown};
-use tally_tests::{Api, Harness};
+use tally_tests::{Api, Harness, new_share};
 use time::Date;
 use time::macros::date;
 
@@ -349,23 +349,10 @@ async fn bad_requests_and_other_readers_are_refused() {
     assert!(s == 401 || s == 403, "{s}: {body}");
     assert!(body.get("results").is_none());
     // A shared link of the site is refused too.
-    let token = tally_core::share::token_from_bytes(SITE, &[8; 20]);
-    let share = tally_core::share::Share {
-        hash: tally_core::share::hash_token(&token),
-        prefix: tally_core::share::shown_prefix(&token),
-        label: "public".into(),
-        filter: String::new(),
-        created_at: 0,
-        expires_at: None,
-        password: None,
-        revoked_at: None,
-        segment: None,
-    };
-    r.h.store.put_share(SITE, &share).await.unwrap();
     let linked = Api {
         query: DynamoQuery::new(r.h.store.clone()),
         site: SITE.into(),
-        key: token,
+        key: new_share(&r.h.store, SITE, 8).await,
         now: r.api.now,
     };
     let (s, stats) = linked.call(&config, "stats?period=day").await;

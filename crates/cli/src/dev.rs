@@ -137,9 +137,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let app = Arc::new(App {
         ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
         // Metric lines are for CloudWatch; `tally dev` keeps stdout for its
-        // ready line and the counters at /health.
+        // ready line and the counters at /health. Every bot signal is on
+        // (`from_env`), and the bots-blocked counts are written at once
+        // (the deployed function batches them a minute to save writes; a
+        // local table has none to save), so the dashboard's card shows a
+        // dropped bot on its next load.
         ingest_config: IngestConfig {
             emit_metrics: false,
+            bots_flush_ms: 0,
             ..IngestConfig::from_env()
         },
         query: DynamoQuery::new(store.clone()),

@@ -19,7 +19,8 @@
 //!   segment's filter ANDed in first ([`doors::saved`]); `GET
 //!   segments`: the ones the reader may name; `GET
 //!   annotations?period=…`: the site's dated notes; `…/bots?period=…`:
-//!   the bots ingest dropped, per day and reason;
+//!   the bots ingest dropped, per day and reason (not through a shared
+//!   link);
 //! - `GET access`: what the credential allows (a member's role); `POST
 //!   unlock`: a session for a password-protected link ([`access`]);
 //! - `POST conversions` (a `write` key): a trusted conversion, stored once
@@ -195,7 +196,7 @@ async fn route<S: QueryStore, C: Clock>(
                 ["annotations"] => {
                     Box::pin(doors::saved::annotations(store, &reader, request, &access)).await
                 }
-                ["bots"] => Box::pin(doors::bots::bots(store, &reader, request)).await,
+                ["bots"] => Box::pin(doors::bots::bots(store, &reader, request, &access)).await,
                 ["segments"] => {
                     Box::pin(doors::saved::segments(store, &site.id, request, &access)).await
                 }

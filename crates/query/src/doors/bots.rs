@@ -3,8 +3,12 @@
 //! `headers`, `rate`), from the `BOTS#{date}` counters
 //! (`tally_store::bots`). Counts only: nothing about a bot is kept. The
 //! counts are the site's whatever narrows the reader's other reports (a
-//! dropped bot has no page or source to filter by).
+//! dropped bot has no page or source to filter by). Shared links are
+//! refused (403 `not_shared`): a link is public, its filter cannot narrow
+//! these counts, and a bot's operator could read from them which signal
+//! catches it; keys and members' sessions read them.
 
+use crate::access::Access;
 use crate::batch::Reader;
 use crate::doors::params;
 use crate::error::{ApiError, json_response};
@@ -103,12 +107,15 @@ pub fn report(site: &str, from: String, to: String, days: &[BotDay]) -> BotsRepo
     }
 }
 
-/// `GET …/bots`: `period` (or `from`/`to`) as every report takes them.
+/// `GET …/bots`: `period` (or `from`/`to`) as every report takes them;
+/// not through a shared link.
 pub(crate) async fn bots<S: QueryStore>(
     store: &S,
     reader: &Reader<'_>,
     request: &Request,
+    access: &Access,
 ) -> Result<Response<Body>, ApiError> {
+    crate::doors::refuse_links(access, "bots blocked")?;
     let params = params(request);
     if let Some(unknown) = params
         .keys()
