@@ -510,12 +510,18 @@ async function main() {
   await check('the viewer sees no configuration controls (site page, sites list)', async () => {
     assert.equal(await configControls(viewer), 0, 'controls on the site page');
     const tabs = await viewer.$$eval('.tabs a', as => as.map(a => a.dataset.testid));
-    assert.deepEqual(tabs, ['tab-goals', 'tab-funnels', 'tab-segments', 'tab-annotations']);
+    assert.deepEqual(tabs, ['tab-goals', 'tab-funnels', 'tab-affiliates', 'tab-segments', 'tab-annotations']);
     await viewer.waitForSelector(`${tid('goal-row')}[data-name="Signups"]`);
     assert.equal(await viewer.locator(tid('goal-delete')).count(), 0);
     await viewer.click(tid('tab-funnels'));
     await view(viewer, 'site-funnels');
     assert.equal(await configControls(viewer), 0, 'controls on the funnels tab');
+    // Affiliates are read like goals: the list, no form, no delete.
+    await viewer.click(tid('tab-affiliates'));
+    await view(viewer, 'site-affiliates');
+    assert.equal((await viewer.textContent(tid('affiliates-table-empty'))).trim(), 'No affiliates yet.');
+    assert.equal(await viewer.locator(tid('affiliate-form')).count(), 0);
+    assert.equal(await configControls(viewer), 0, 'controls on the affiliates tab');
     await viewer.click(tid('nav-sites'));
     await view(viewer, 'sites');
     const rows = await viewer.$$eval(tid('site-row'), rs => rs.map(r => r.dataset.site));
@@ -592,7 +598,7 @@ async function main() {
     await view(viewer, 'site-goals');
     assert.equal(await viewer.textContent(tid('my-role')), 'admin');
     const tabs = await viewer.$$eval('.tabs a', as => as.map(a => a.dataset.testid));
-    assert.deepEqual(tabs, ['tab-general', 'tab-goals', 'tab-funnels', 'tab-segments', 'tab-annotations', 'tab-reports', 'tab-alerts', 'tab-shares', 'tab-keys']);
+    assert.deepEqual(tabs, ['tab-general', 'tab-goals', 'tab-funnels', 'tab-affiliates', 'tab-segments', 'tab-annotations', 'tab-reports', 'tab-alerts', 'tab-shares', 'tab-keys']);
     assert.ok(await viewer.isVisible(tid('goal-form')));
     await viewer.selectOption(tid('goal-kind'), 'event');
     await viewer.fill(tid('goal-value'), 'Newsletter');

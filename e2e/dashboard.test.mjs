@@ -320,8 +320,8 @@ async function main() {
     await dash.waitForURL(/[?&]period=today\b/);
     await waitIdle(dash);
     const views = apiRequests.slice(before).map(r => new URL(r.url())).filter(u => !u.pathname.endsWith('/realtime'));
-    assert.deepEqual(views.map(u => u.pathname).sort(), ['/api/sites/demo/annotations', '/api/sites/demo/bots', '/api/sites/demo/dashboard', '/api/sites/demo/funnels/demo-signup', '/api/sites/demo/journeys', '/api/sites/demo/transitions', '/api/sites/demo/visits', '/api/sites/demo/vitals'],
-      'one dashboard request per view, and the chart\'s annotations, the Bots blocked card, the funnel, the journeys card\'s two, the visits list (they read events) and the Web Vitals card');
+    assert.deepEqual(views.map(u => u.pathname).sort(), ['/api/sites/demo/annotations', '/api/sites/demo/bots', '/api/sites/demo/conversions/summary', '/api/sites/demo/dashboard', '/api/sites/demo/funnels/demo-signup', '/api/sites/demo/journeys', '/api/sites/demo/transitions', '/api/sites/demo/visits', '/api/sites/demo/vitals'],
+      'one dashboard request per view, and the chart\'s annotations, the Trusted revenue card, the Bots blocked card, the funnel, the journeys card\'s two, the visits list (they read events) and the Web Vitals card');
     for (const u of views) assert.equal(u.searchParams.get('period'), 'today', u.href);
     // Switching a panel's tab uses the rows already loaded.
     const beforeTab = apiRequests.length;

@@ -246,6 +246,20 @@ impl Rig {
         .build(START)
         .unwrap();
         self.store.put_funnel(&site, &funnel).await.unwrap();
+        let affiliate = tally_core::conversion::AffiliateSpec {
+            slug: "alice".into(),
+            rate: Some("0.1".into()),
+            fixed: None,
+            currency: "EUR".into(),
+        }
+        .build(START)
+        .unwrap();
+        assert!(
+            self.store
+                .create_affiliate(&site, &affiliate)
+                .await
+                .unwrap()
+        );
         let (share, _) = ShareSpec::default()
             .build(&site, &[1; 16], &[4; 20], None, START)
             .unwrap();
@@ -373,6 +387,7 @@ impl Rig {
             Probe::Site => format!("{:?}", s.site_consistent(site).await.unwrap()),
             Probe::Goals => format!("{:?}", s.goals(site).await.unwrap()),
             Probe::Funnels => format!("{:?}", s.funnels(site).await.unwrap()),
+            Probe::Affiliates => format!("{:?}", s.affiliates(site).await.unwrap()),
             Probe::Segments => format!("{:?}", s.saved_segments(site).await.unwrap()),
             Probe::Annotations => format!("{:?}", s.annotations(site, None).await.unwrap()),
             Probe::Recipients => format!("{:?}", s.report_subscriptions(site).await.unwrap()),
@@ -408,6 +423,7 @@ enum Probe {
     Site,
     Goals,
     Funnels,
+    Affiliates,
     Segments,
     Annotations,
     Recipients,
@@ -528,6 +544,32 @@ fn cases(f: &Fixture) -> Vec<Case> {
             Configure,
             200,
             Probe::Funnels,
+        ),
+        // Affiliates' terms are read as goals are; defining and removing
+        // them configures.
+        case(
+            "GET",
+            format!("sites/{site}/affiliates"),
+            None,
+            Read,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/affiliates"),
+            Some(json!({"slug": "bob", "fixed": "5.00", "currency": "usd"})),
+            Configure,
+            201,
+            Probe::Affiliates,
+        ),
+        case(
+            "DELETE",
+            format!("sites/{site}/affiliates/alice"),
+            None,
+            Configure,
+            200,
+            Probe::Affiliates,
         ),
         case(
             "GET",
@@ -807,7 +849,7 @@ async fn every_caller_against_every_site_route() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 39 * CALLERS.len());
+    assert_eq!(checked, 42 * CALLERS.len());
 }
 
 /// `GET sites` lists each caller's sites with their role; `POST sites` is

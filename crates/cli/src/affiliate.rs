@@ -1,6 +1,8 @@
-//! `tally affiliate add|list`: a site's affiliates (slug, commission as a
-//! rate or a fixed amount, currency), built by
-//! `tally_core::conversion::AffiliateSpec` and stored once per slug.
+//! `tally affiliate add|list|remove`: a site's affiliates (slug, commission
+//! as a rate or a fixed amount, currency), built by
+//! `tally_core::conversion::AffiliateSpec` and stored once per slug, as
+//! the console's Affiliates tab does. Removing one leaves the conversions
+//! already attributed to it, and their commissions, as stored.
 
 use crate::Target;
 use crate::admin::{connect, now_ms};
@@ -36,6 +38,15 @@ pub enum AffiliateCommand {
         /// The site id.
         #[arg(long)]
         site: String,
+    },
+    /// Remove an affiliate (its past conversions keep their commission).
+    Remove {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// The slug.
+        #[arg(long)]
+        slug: String,
     },
 }
 
@@ -78,6 +89,13 @@ pub async fn run(command: AffiliateCommand, target: &Target) -> anyhow::Result<(
                 };
                 writeln!(out, "{}\t{terms}\t{}", a.slug, a.currency)?;
             }
+        }
+        AffiliateCommand::Remove { site, slug } => {
+            let slug = tally_core::conversion::check_slug(&slug)?;
+            if !store.delete_affiliate(&site, &slug).await? {
+                anyhow::bail!("site {site:?} has no affiliate {slug:?}");
+            }
+            writeln!(out, "affiliate {slug} removed")?;
         }
     }
     Ok(())

@@ -63,6 +63,9 @@
 //! | `GET sites/{site}/funnels` | R | — | `{funnels: [Funnel]}`, `Funnel` = `{id, name, steps: [{type: "page", pattern} \| {type: "event", name}, prop?: [k, v]], mode, created_at}` |
 //! | `POST sites/{site}/funnels` | C | `{name, steps: ["/pricing", "event:Signup plan=pro"], strict?: false}` | 201 `Funnel` |
 //! | `DELETE sites/{site}/funnels/{id}` | C | — | `{ok: true}` |
+//! | `GET sites/{site}/affiliates` | R | — | `{affiliates: [Affiliate]}`, `Affiliate` = `{slug, commission: {kind: "rate", rate: "0.1"} \| {kind: "fixed", amount: "5"}, currency, created_at}` |
+//! | `POST sites/{site}/affiliates` | C | `{slug, rate? \| fixed?, currency}` (core's `AffiliateSpec`, as `tally affiliate add`; else 400 `invalid_affiliate`, `invalid_commission`, `invalid_currency`, `too_many_decimals`) | 201 `Affiliate` (409 `affiliate_exists`) |
+//! | `DELETE sites/{site}/affiliates/{slug}` | C | — | `{ok: true}` (its conversions keep their commission) |
 //! | `GET sites/{site}/shares` | C | — | `{shares: [Share]}`, `Share` = `{id, prefix, label, filter, created_at, expires_at, password: bool, revoked_at}` |
 //! | `POST sites/{site}/shares` | C | `{label?, filter?, segment?, expires?: "30d"\|"2027-01-31", password?}` (`segment`: a site-wide saved segment's id, the link locked to it) | 201 `{link, token, share: Share}` (shown once) |
 //! | `DELETE sites/{site}/shares/{id}` | C | — | `{ok: true}` (revoked) |
@@ -95,6 +98,7 @@
 //! these routes, hash-routed, under a strict CSP.
 
 pub mod account;
+pub mod affiliates;
 pub mod alerts;
 pub mod audit;
 pub mod auth;
@@ -174,6 +178,7 @@ enum Collection {
     Segments,
     Annotations,
     EmailReports,
+    Affiliates,
 }
 
 /// A site route (`sites…`, `invites/accept`), by method and path.
@@ -217,6 +222,7 @@ fn site_route<'a>(
         "segments" => Some(Collection::Segments),
         "annotations" => Some(Collection::Annotations),
         "email-reports" => Some(Collection::EmailReports),
+        "affiliates" => Some(Collection::Affiliates),
         _ => None,
     };
     let route = match (segments, method) {
@@ -299,6 +305,7 @@ async fn dispatch_site<S: SiteStore + reports::ReportStore + alerts::AlertStore>
             C::Segments => saved::segments(s, r, site, now).await,
             C::Annotations => saved::annotations(s, r, site, now).await,
             C::EmailReports => recipients::list(s, r, site, now).await,
+            C::Affiliates => affiliates::list(s, r, site, now).await,
         },
         SiteRoute::AddItem(site, c) => match c {
             C::Goals => goals::add_goal(s, config, r, site, now).await,
@@ -309,6 +316,7 @@ async fn dispatch_site<S: SiteStore + reports::ReportStore + alerts::AlertStore>
             C::Segments => saved::add_segment(s, config, r, site, now).await,
             C::Annotations => saved::add_annotation(s, config, r, site, now).await,
             C::EmailReports => recipients::add(s, config, r, site, now).await,
+            C::Affiliates => affiliates::add(s, config, r, site, now).await,
             C::Members => Err(method_not_allowed("GET")),
         },
         SiteRoute::Item(site, _, uid) => members::member(s, r, site, uid, now).await,
@@ -325,6 +333,7 @@ async fn dispatch_site<S: SiteStore + reports::ReportStore + alerts::AlertStore>
             C::Segments => saved::remove_segment(s, r, site, id, now).await,
             C::Annotations => saved::remove_annotation(s, r, site, id, now).await,
             C::EmailReports => recipients::remove(s, r, site, id, now).await,
+            C::Affiliates => affiliates::remove(s, r, site, id, now).await,
         },
     }
 }

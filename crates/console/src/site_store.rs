@@ -1,6 +1,6 @@
 //! What the console's site routes need from storage beyond accounts
 //! ([`SiteStore`], on top of [`ConsoleStore`]): sites, goals, funnels,
-//! shared links, API keys, memberships, invites, the audit log and a
+//! shared links, API keys, memberships, invites, affiliates, the audit log and a
 //! bounded look at recent raw events; implemented for
 //! [`tally_store::Store`] by the same functions the CLI calls.
 
@@ -8,6 +8,7 @@ use crate::store::{ConsoleStore, Fut};
 use tally_core::Millis;
 use tally_core::account::{AuditEntry, Invite, Membership, User};
 use tally_core::annotation::Annotation;
+use tally_core::conversion::Affiliate;
 use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
 use tally_core::saved_segment::SavedSegment;
@@ -101,6 +102,12 @@ pub trait SiteStore: ConsoleStore {
     fn audit(&self, log: &AuditLog, limit: usize, before: Option<&str>) -> impl Fut<AuditPage>;
     /// Whether any raw event of the site is stored in these UTC hours.
     fn any_event_in_hours(&self, site: &Site, hours: Vec<Millis>, now: Millis) -> impl Fut<bool>;
+    /// A site's affiliates, in slug order.
+    fn affiliates(&self, site: &str) -> impl Fut<Vec<Affiliate>>;
+    /// Defines an affiliate unless its slug is taken: whether it was stored.
+    fn create_affiliate(&self, site: &str, affiliate: &Affiliate) -> impl Fut<bool>;
+    /// Removes an affiliate (its conversions stay): whether there was one.
+    fn delete_affiliate(&self, site: &str, slug: &str) -> impl Fut<bool>;
 }
 
 impl SiteStore for Store {
@@ -213,5 +220,14 @@ impl SiteStore for Store {
     }
     fn any_event_in_hours(&self, site: &Site, hours: Vec<Millis>, now: Millis) -> impl Fut<bool> {
         Store::any_event_in_hours(self, site, hours, now)
+    }
+    fn affiliates(&self, site: &str) -> impl Fut<Vec<Affiliate>> {
+        Store::affiliates(self, site)
+    }
+    fn create_affiliate(&self, site: &str, affiliate: &Affiliate) -> impl Fut<bool> {
+        Store::create_affiliate(self, site, affiliate)
+    }
+    fn delete_affiliate(&self, site: &str, slug: &str) -> impl Fut<bool> {
+        Store::delete_affiliate(self, site, slug)
     }
 }

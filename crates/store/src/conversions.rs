@@ -9,7 +9,8 @@
 //!   partition, page by page, keeping the period's days
 //!   ([`Store::conversions`]; ~200 bytes an item, so 10,000 conversions
 //!   are about 2 MB and 250 read units).
-//! - An affiliate is `SITE#{site}` / `AFFILIATE#{slug}`.
+//! - An affiliate is `SITE#{site}` / `AFFILIATE#{slug}`; removing one
+//!   ([`Store::delete_affiliate`]) leaves its conversions as stored.
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk};
@@ -117,6 +118,22 @@ impl Store {
     pub async fn affiliate(&self, site: &str, slug: &str) -> Result<Option<Affiliate>, StoreError> {
         self.get_as(keys::site_pk(site), keys::affiliate_sk(slug), false)
             .await
+    }
+
+    /// Removes an affiliate: whether there was one. Conversions already
+    /// attributed to it keep their slug and commission (fixed when each
+    /// was stored).
+    pub async fn delete_affiliate(&self, site: &str, slug: &str) -> Result<bool, StoreError> {
+        let out = self
+            .client()
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key(keys::site_pk(site), keys::affiliate_sk(slug))))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(from_sdk)?;
+        Ok(out.attributes().is_some_and(|a| !a.is_empty()))
     }
 
     /// The site's affiliates, in slug order.
