@@ -1,15 +1,27 @@
 #!/usr/bin/env node
 // Affiliates and trusted revenue (issue 24, items 2 and 3), in Chromium:
-// the console's Affiliates tab, a landing visit with `?ref=<slug>`,
-// conversions recorded by "the shop's server" with a write-scoped key, the
-// dashboard's Trusted revenue card and the commission report.
+// the console's Affiliates tab, landing visits with the opt-in affiliate
+// module (/affiliate.js), conversions recorded by "the shop's server" with a
+// write-scoped key, the dashboard's Trusted revenue card and the commission
+// report.
 //
 // Signed in to the console as the demo owner, the site's Affiliates tab
 // adds `alice` (a rate of 0.1, EUR); the table and `tally affiliate list`
-// hold it. Chromium lands on `/demo?ref=alice`: the page view is counted
-// and the page reads its own `ref` (what a checkout passes to the shop's
-// server). With a key made by `tally key create --scope write`, three
-// POST …/conversions name alice: A1 10.05 EUR (201), A2 10.25 EUR (201)
+// hold it. The shop's pages (Playwright's router, on the demo site) load
+// /affiliate.js (data-param="ref,via", data-days="7") and the tracker.
+// Chromium lands on `/demo?via=alice` and goes on to `/demo/checkout` (no
+// parameter): tallyAffiliate() is alice, localStorage holds one key,
+// tally_aff, with only {slug, expires} (7 days after the landing), the
+// checkout posts {affiliate: tallyAffiliate()} to the shop's server (a
+// route), and nothing but the page views and the module's GET went to
+// Tally. A later `?ref=Bob` replaces it (last click wins, folded to bob);
+// its expiry moved into the past gives null and removes the key.
+// `?ref=<script>`, 200 characters, a space or an empty value store nothing;
+// data-storage="session" keeps it in sessionStorage only;
+// localStorage.tally_ignore stores (and sends) nothing. Page views counted:
+// the 7 the pages sent. With a key made by `tally key create --scope
+// write`, three POST …/conversions name the slug the checkout sent: A1
+// 10.05 EUR (201), A2 10.25 EUR (201)
 // and A1 again at 999 EUR (200 duplicate, nothing changed); the same POST
 // with a read key is 403 and stores nothing. By hand: 2 conversions,
 // 20.30 EUR; commission per conversion rounded half-even to the cent,
@@ -27,8 +39,8 @@
 
 import assert from 'node:assert/strict';
 import {
-  TIMEOUT, TALLY_BIN, apiGetAs, awayFromMidnight, check, eventually, launchChromium, log, runTest, startTally,
-  tallyCli,
+  TIMEOUT, TALLY_BIN, apiGetAs, awayFromMidnight, check, eventually, launchChromium, log, runTest, sleep,
+  startTally, tallyCli,
 } from './harness.mjs';
 
 const SLUG = 'alice';
@@ -42,6 +54,8 @@ const ORDERS = [
 const TOTAL = '20.3'; // 1005 + 1025 = 2030 cents
 const COMMISSION = '2.02'; // 100 (1.005 half-even) + 102 (1.025 half-even) cents
 const STORED = 2;
+const DAYS = 7; // the module's data-days
+const DAY = 86_400_000;
 
 const browsers = [];
 let ready, http;
@@ -115,23 +129,129 @@ async function main() {
     assert.deepEqual(await rows(), [[SLUG, '10% of each sale']]);
   }, { required: true });
 
-  let landedRef = null;
-  await check(`a visitor lands on /demo?ref=${SLUG}: one page view counted, and the page reads its ref`, async () => {
-    const visit = await browser.newContext({ locale: 'en-US' });
-    visit.setDefaultTimeout(TIMEOUT);
-    await visit.route('https://example.org/**', r => r.abort());
-    const page = await visit.newPage();
+  // The shop's pages (served through Playwright's router on the demo
+  // site): the affiliate module and the tracker. `/demo/session` keeps the
+  // slug in sessionStorage; `/shop/checkout` is the shop's own server.
+  const shopPage = (storage = '') => `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title>
+<script src="/affiliate.js" data-param="ref,via" data-days="${DAYS}"${storage}></script>
+<script defer data-site="demo" src="/script.js"></script></head><body><p id="shop">Shop</p></body></html>`;
+  let views = 0; // page views the tracked shop pages sent, by hand
+  const checkouts = []; // the bodies the shop's server got
+  async function shop(init) {
+    const c = await browser.newContext({ locale: 'en-US' });
+    c.setDefaultTimeout(TIMEOUT);
+    await c.route('https://example.org/**', r => r.abort());
+    await c.route(u => u.origin === http && (u.pathname === '/demo' || u.pathname.startsWith('/demo/')),
+      r => r.fulfill({ contentType: 'text/html', body: shopPage(new URL(r.request().url()).pathname === '/demo/session' ? ' data-storage="session"' : '') }));
+    await c.route(`${http}/shop/checkout`, r => {
+      checkouts.push(JSON.parse(r.request().postData()));
+      return r.fulfill({ contentType: 'application/json', body: '{"ok":true}' });
+    });
+    if (init) await c.addInitScript(init);
+    const page = await c.newPage();
     const sent = [];
-    page.on('request', r => { if (r.method() === 'POST' && new URL(r.url()).pathname === '/collect') sent.push(JSON.parse(r.postData())); });
-    await page.goto(`${http}/demo?ref=${SLUG}`);
-    await eventually(() => assert.equal(sent.filter(e => e.e === 'pageview').length, 1), TIMEOUT);
-    // What the shop's checkout passes to its server (docs/API.md, Attribution).
-    landedRef = await page.evaluate(() => new URLSearchParams(location.search).get('ref'));
-    assert.equal(landedRef, SLUG);
+    page.on('request', r => sent.push({ method: r.method(), path: new URL(r.url()).pathname, body: r.postData() || '' }));
+    page.on('pageerror', e => problems.push(`shop: pageerror: ${e}`));
+    page.on('response', r => { if (r.status() >= 400) problems.push(`shop: ${r.status()} ${r.url()}`); });
+    page.on('console', m => { if (m.type() === 'error') problems.push(`shop: console: ${m.text()}`); });
+    const go = async path => {
+      await page.goto(`${http}${path}`);
+      await page.waitForSelector('#shop');
+    };
+    const stored = () => page.evaluate(() => [{ ...localStorage }, { ...sessionStorage }]);
+    return { c, page, sent, go, stored };
+  }
+  const pageviews = sent => sent.filter(r => r.method === 'POST' && r.path === '/collect' && JSON.parse(r.body).e === 'pageview').length;
+
+  let landedRef = null;
+  await check(`a visitor lands on /demo?via=${SLUG} with /affiliate.js (data-param="ref,via", data-days="${DAYS}") and goes on to /demo/checkout: tallyAffiliate() is ${SLUG}; localStorage holds only {slug, expires}; the module sent nothing`, async () => {
+    const { c, page, sent, go, stored } = await shop();
+    const before = Date.now();
+    await go(`/demo?via=${SLUG}`);
+    const after = Date.now();
+    await go('/demo/checkout');
+    assert.equal(new URL(page.url()).search, '', 'the checkout carries no parameter');
+    assert.equal(await page.evaluate(() => window.tallyAffiliate()), SLUG);
+    const [local, session] = await stored();
+    assert.deepEqual(Object.keys(local), ['tally_aff'], 'exactly one key');
+    assert.deepEqual(Object.keys(session).filter(k => k !== '_tally_s'), [], 'nothing of the module in sessionStorage');
+    const entry = JSON.parse(local.tally_aff);
+    assert.deepEqual(Object.keys(entry).sort(), ['expires', 'slug']);
+    assert.equal(entry.slug, SLUG);
+    assert.ok(entry.expires >= before + DAYS * DAY && entry.expires <= after + DAYS * DAY, `expires ${entry.expires} is ${DAYS} days after the landing`);
+    // The checkout, as docs/API.md shows it: the slug goes to the shop's server.
+    await page.evaluate(() => fetch('/shop/checkout', { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ affiliate: window.tallyAffiliate && tallyAffiliate() }) }).then(r => r.json()));
+    assert.deepEqual(checkouts, [{ affiliate: SLUG }]);
+    landedRef = checkouts[0].affiliate;
+    // What went to Tally: the tracker's requests, and the module's own GET.
+    await eventually(() => assert.equal(pageviews(sent), 2), TIMEOUT);
+    views += 2;
+    const toTally = sent.filter(r => !['/demo', '/demo/checkout', '/shop/checkout', '/favicon.ico'].includes(r.path));
+    assert.deepEqual([...new Set(toTally.map(r => `${r.method} ${r.path}`))].sort(), ['GET /affiliate.js', 'GET /script.js', 'POST /collect']);
+    // The tracker's own beacons only (page views, and leave beacons as pages unload).
+    for (const r of sent.filter(r => r.path === '/collect')) assert.ok(['pageview', 'leave', 'engagement'].includes(JSON.parse(r.body).e), r.body);
+
+    // Last click wins: a later landing on another slug replaces it.
+    await go('/demo?ref=Bob');
+    views += 1;
+    assert.equal(await page.evaluate(() => window.tallyAffiliate()), 'bob', 'folded to lower case as core does');
+    assert.deepEqual(Object.keys((await stored())[0]), ['tally_aff']);
+    // The entry's expiry moved into the past: null, and the key is gone.
+    await page.evaluate(() => localStorage.setItem('tally_aff', JSON.stringify({ slug: 'bob', expires: Date.now() - 1000 })));
+    assert.equal(await page.evaluate(() => window.tallyAffiliate()), null);
+    assert.deepEqual((await stored())[0], {}, 'the expired entry is removed');
+    await eventually(() => assert.equal(pageviews(sent), 3), TIMEOUT);
     await page.goto('about:blank');
-    await visit.close();
-    await eventually(async () => assert.equal((await apiGet('stats?period=day')).results.pageviews, 1), TIMEOUT);
+    await c.close();
   }, { required: true });
+
+  await check('an invalid slug (?ref=<script>, 200 characters) stores nothing; tallyAffiliate() is null', async () => {
+    const { c, page, sent, go, stored } = await shop();
+    for (const path of ['/demo?ref=%3Cscript%3E', `/demo?via=${'a'.repeat(200)}`, '/demo?ref=a%20b&via=']) {
+      await go(path);
+      views += 1;
+      assert.deepEqual((await stored())[0], {}, path);
+      assert.equal(await page.evaluate(() => window.tallyAffiliate()), null, path);
+    }
+    await eventually(() => assert.equal(pageviews(sent), 3), TIMEOUT);
+    await page.goto('about:blank');
+    await c.close();
+  });
+
+  await check('data-storage="session": the slug is kept in sessionStorage only', async () => {
+    const { c, page, sent, go, stored } = await shop();
+    await go(`/demo/session?ref=${SLUG}`);
+    views += 1;
+    const [local, session] = await stored();
+    assert.deepEqual(local, {});
+    assert.equal(JSON.parse(session.tally_aff).slug, SLUG);
+    assert.equal(await page.evaluate(() => window.tallyAffiliate()), SLUG);
+    await eventually(() => assert.equal(pageviews(sent), 1), TIMEOUT);
+    await page.goto('about:blank');
+    await c.close();
+  });
+
+  await check('with localStorage.tally_ignore = "true": nothing stored, tallyAffiliate() is null, nothing sent', async () => {
+    const { c, page, sent, go, stored } = await shop(() => {
+      if (location.protocol === 'http:') localStorage.setItem('tally_ignore', 'true'); // not on about:blank
+    });
+    await go(`/demo?via=${SLUG}`);
+    await go('/demo/checkout');
+    const [local, session] = await stored();
+    assert.deepEqual(local, { tally_ignore: 'true' });
+    assert.deepEqual(session, {});
+    assert.equal(await page.evaluate(() => window.tallyAffiliate()), null);
+    await sleep(500);
+    assert.deepEqual(sent.filter(r => r.path === '/collect'), [], 'the tracker sends nothing either');
+    await page.goto('about:blank');
+    await c.close();
+  });
+
+  await check('the page views counted equal those the shop pages sent', async () => {
+    assert.equal(views, 7); // 3 + 3 + 1, by hand
+    await eventually(async () => assert.equal((await apiGet('stats?period=day')).results.pageviews, views), TIMEOUT);
+  });
 
   await check('a read key cannot record a conversion: 403 forbidden, nothing stored', async () => {
     const { status, json } = await postConversion(readKey, { order_id: 'R1', amount: '5.00', currency: 'EUR', affiliate: landedRef });
@@ -160,7 +280,8 @@ async function main() {
 
   await check(`the dashboard, opened from the console, shows trusted revenue ${TOTAL} EUR from ${STORED} conversions`, async () => {
     const asked = [];
-    const onRequest = r => { const u = new URL(r.url()); if (u.pathname.startsWith('/api/sites/')) asked.push(u); };
+    // The today view's requests (not those of the 30-day view the click opens first).
+    const onRequest = r => { const u = new URL(r.url()); if (u.pathname.startsWith('/api/sites/') && r.frame().url().includes('period=today')) asked.push(u); };
     con.on('request', onRequest);
     await con.goto(`${http}/console#/sites/demo/affiliates`);
     await con.waitForSelector(tid('site-dashboard'));

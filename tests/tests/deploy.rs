@@ -303,6 +303,7 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
         "GET /script.js",
         "GET /vitals.js",
         "GET /forms.js",
+        "GET /affiliate.js",
         "POST /collect",
         "OPTIONS /collect",
         "POST /api/event",

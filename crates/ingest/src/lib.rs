@@ -2,8 +2,8 @@
 //!
 //! Routes (API Gateway HTTP API, or `tally dev`):
 //! - `GET /script.js`: the tracker, with an ETag and cache headers;
-//!   `GET /vitals.js` and `GET /forms.js`: its opt-in Web Vitals and
-//!   form-submissions modules, served alike;
+//!   `GET /vitals.js`, `GET /forms.js` and `GET /affiliate.js`: its opt-in
+//!   Web Vitals, form-submissions and affiliate modules, served alike;
 //! - `POST /collect`: one event of Tally's tracker, answered 202 (stored,
 //!   duplicate, or dropped as a bot), or a 4xx JSON error with nothing
 //!   stored;
@@ -48,6 +48,7 @@ pub async fn handle<S: IngestStore, C: Clock>(
         ("GET" | "HEAD", "/script.js") => script::serve(&request),
         ("GET" | "HEAD", "/vitals.js") => script::serve_vitals(&request),
         ("GET" | "HEAD", "/forms.js") => script::serve_forms(&request),
+        ("GET" | "HEAD", "/affiliate.js") => script::serve_affiliate(&request),
         ("GET" | "HEAD", p) if script::is_plausible_script(p) => script::serve_plausible(&request),
         ("POST", "/collect") => collect::collect(store, clock, config, &request).await,
         ("POST", "/api/event") => events_api::event(store, clock, config, &request).await,
@@ -56,13 +57,15 @@ pub async fn handle<S: IngestStore, C: Clock>(
             200,
             &serde_json::json!({"status": "ok", "service": "ingest", "counters": config.counters.snapshot()}),
         ),
-        (_, "/collect" | "/api/event" | "/script.js" | "/vitals.js" | "/forms.js" | "/health") => {
-            error(
-                405,
-                "method_not_allowed",
-                "method not allowed on this route",
-            )
-        }
+        (
+            _,
+            "/collect" | "/api/event" | "/script.js" | "/vitals.js" | "/forms.js" | "/affiliate.js"
+            | "/health",
+        ) => error(
+            405,
+            "method_not_allowed",
+            "method not allowed on this route",
+        ),
         _ => error(404, "not_found", "no such route"),
     };
     if config.emit_metrics {

@@ -6,7 +6,9 @@
 //! Vitals module (`/vitals.js`) whose values Tally's tracker adds to its
 //! leave beacon, and the opt-in form-submissions module (`/forms.js`),
 //! which sends one `Form: Submission` event per form submission through
-//! the tracker's `tally.track`.
+//! the tracker's `tally.track`, and the opt-in affiliate module
+//! (`/affiliate.js`), which keeps a link's affiliate slug, and only it, in
+//! the site's first-party storage for the site's checkout and sends nothing.
 
 use lambda_http::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use lambda_http::http::{HeaderValue, StatusCode};
@@ -25,6 +27,10 @@ pub const VITALS_SCRIPT: &str = include_str!("../assets/vitals.js");
 /// The opt-in form-submissions module as served (`assets/forms.src.js` is
 /// its commented copy).
 pub const FORMS_SCRIPT: &str = include_str!("../assets/forms.js");
+
+/// The opt-in affiliate module as served (`assets/affiliate.src.js` is its
+/// commented copy).
+pub const AFFILIATE_SCRIPT: &str = include_str!("../assets/affiliate.js");
 
 /// The tracker's ETag: a quoted prefix of its SHA-256.
 pub fn etag() -> &'static str {
@@ -53,6 +59,12 @@ pub fn vitals_etag() -> &'static str {
 pub fn forms_etag() -> &'static str {
     static ETAG_VALUE: OnceLock<String> = OnceLock::new();
     ETAG_VALUE.get_or_init(|| tag_of(FORMS_SCRIPT))
+}
+
+/// The affiliate module's ETag.
+pub fn affiliate_etag() -> &'static str {
+    static ETAG_VALUE: OnceLock<String> = OnceLock::new();
+    ETAG_VALUE.get_or_init(|| tag_of(AFFILIATE_SCRIPT))
 }
 
 /// Whether a path under `/js/` names a Plausible script this serves:
@@ -91,6 +103,11 @@ pub fn serve_vitals(request: &Request) -> Response<Body> {
 /// Serves the form-submissions module.
 pub fn serve_forms(request: &Request) -> Response<Body> {
     serve_script(request, FORMS_SCRIPT, forms_etag())
+}
+
+/// Serves the affiliate module.
+pub fn serve_affiliate(request: &Request) -> Response<Body> {
+    serve_script(request, AFFILIATE_SCRIPT, affiliate_etag())
 }
 
 /// Serves the Plausible-compatible tracker.

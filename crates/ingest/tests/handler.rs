@@ -12,8 +12,8 @@ use tally_core::keys::EventKey;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
 use tally_core::site::Site;
 use tally_ingest::script::{
-    FORMS_SCRIPT, PLAUSIBLE_SCRIPT, SCRIPT, VITALS_SCRIPT, etag, forms_etag, plausible_etag,
-    vitals_etag,
+    AFFILIATE_SCRIPT, FORMS_SCRIPT, PLAUSIBLE_SCRIPT, SCRIPT, VITALS_SCRIPT, affiliate_etag, etag,
+    forms_etag, plausible_etag, vitals_etag,
 };
 use tally_ingest::store::IngestStore;
 use tally_ingest::{Config, handle};
@@ -211,6 +211,35 @@ async fn stores_the_forms_modules_event_as_one_custom_event_with_its_path() {
 fn the_forms_module_fits_its_half_kilobyte_gzip_budget() {
     let size = gzipped(FORMS_SCRIPT);
     assert!(size <= 512, "{size} bytes gzipped, over the 0.5 KB budget");
+}
+
+#[tokio::test]
+async fn serves_the_affiliate_module_with_its_own_etag_and_answers_304() {
+    serves_module("/affiliate.js", AFFILIATE_SCRIPT, affiliate_etag()).await;
+    assert!(![vitals_etag(), forms_etag()].contains(&affiliate_etag()));
+    // Its one storage key, and the slug rule of core's check_slug (1 to 64
+    // of a-z, 0-9, '-', '_').
+    assert!(AFFILIATE_SCRIPT.contains("'tally_aff'"));
+    assert!(AFFILIATE_SCRIPT.contains("/^[a-z0-9_-]{1,64}$/"));
+    assert_eq!(tally_core::conversion::MAX_SLUG_BYTES, 64);
+    // It sends nothing and keeps no URL: no request API, no location but
+    // the query string it reads.
+    for api in [
+        "sendBeacon",
+        "fetch",
+        "XMLHttpRequest",
+        "Image",
+        "location.href",
+        "document.cookie",
+    ] {
+        assert!(!AFFILIATE_SCRIPT.contains(api), "the module uses {api}");
+    }
+}
+
+#[test]
+fn the_affiliate_module_fits_its_three_quarter_kilobyte_gzip_budget() {
+    let size = gzipped(AFFILIATE_SCRIPT);
+    assert!(size <= 768, "{size} bytes gzipped, over the 0.75 KB budget");
 }
 
 #[test]
