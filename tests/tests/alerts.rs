@@ -144,9 +144,18 @@ async fn site(h: &Harness, id: &str, receiver: &Receiver, spec: AlertSpec) -> Si
 }
 
 async fn run(store: &Store, now: Millis, outbox: Option<&Outbox>) -> AlertsReport {
+    run_mailing(store, now, outbox.map(|o| o as &dyn tally_mail::Mailer)).await
+}
+
+/// [`run`] with any mailer (the SES client to moto).
+async fn run_mailing(
+    store: &Store,
+    now: Millis,
+    mailer: Option<&dyn tally_mail::Mailer>,
+) -> AlertsReport {
     let webhooks = Webhooks::new().unwrap();
     let job = AlertJob {
-        mailer: outbox.map(|o| o as &dyn tally_mail::Mailer),
+        mailer,
         poster: &webhooks,
         public_url: "https://tally.example",
         site: None,
@@ -582,4 +591,58 @@ async fn settings_saved_in_the_console_are_the_ones_the_job_reads() {
     let header = second.signature.as_deref().unwrap();
     assert!(signature_holds(&new_secret, header, &second.body));
     assert!(!signature_holds(&secret, header, &second.body));
+}
+
+#[tokio::test]
+async fn an_alert_mail_goes_through_ses_to_moto_once() {
+    let moto = tally_tests::moto::Moto::start();
+    let ses = tally_mail::Ses::connect(&tally_mail::SesOptions::local(
+        &moto.endpoint,
+        "tally@example.com",
+    ))
+    .await
+    .unwrap();
+    ses.client()
+        .create_email_identity()
+        .email_identity("tally@example.com")
+        .send()
+        .await
+        .unwrap();
+    let h = Harness::start().await;
+    let rx = Receiver::start(vec![200]).await;
+    let spiky = site(
+        &h,
+        "spiky",
+        &rx,
+        AlertSpec {
+            emails: Some(vec!["ops@example.com".into(), "cto@example.com".into()]),
+            ..AlertSpec::default()
+        },
+    )
+    .await;
+    series(&h.store, &spiky, H, 150, &STEADY).await;
+
+    let first = run_mailing(&h.store, RUN, Some(&ses)).await;
+    assert_eq!(first.fired, 1, "{first:?}");
+    // A rerun for the same hour sends nothing more.
+    let again = run_mailing(&h.store, RUN + 20 * MINUTE_MS, Some(&ses)).await;
+    assert_eq!((again.fired, again.attempts), (0, 0), "{again:?}");
+    let sent = moto.sent_emails();
+    let mut to: Vec<&str> = sent
+        .iter()
+        .flat_map(|m| m.destinations.to.iter().map(String::as_str))
+        .collect();
+    to.sort_unstable();
+    assert_eq!(to, ["cto@example.com", "ops@example.com"], "{sent:?}");
+    assert!(
+        sent.iter()
+            .all(|m| m.subject == "Traffic spike on spiky" && m.source == "tally@example.com"),
+        "{sent:?}"
+    );
+    let log = h.store.deliveries_between("spiky", H, H).await.unwrap();
+    let email: Vec<(Channel, usize, bool)> = log
+        .iter()
+        .map(|d| (d.channel, d.attempts.len(), d.delivered()))
+        .collect();
+    assert!(email.contains(&(Channel::Email, 1, true)), "{email:?}");
 }
