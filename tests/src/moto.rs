@@ -119,6 +119,22 @@ impl Moto {
         }
     }
 
+    /// The real SES client pointed at this server, sending from `from`,
+    /// an identity verified first (as an operator verifies an address
+    /// before SES sends from it).
+    pub async fn ses_from(&self, from: &str) -> tally_mail::Ses {
+        let ses = tally_mail::Ses::connect(&tally_mail::SesOptions::local(&self.endpoint, from))
+            .await
+            .expect("an SES client for moto");
+        ses.client()
+            .create_email_identity()
+            .email_identity(from)
+            .send()
+            .await
+            .expect("moto verifies the sender");
+        ses
+    }
+
     /// Every message moto's SES accepted, from `GET /moto-api/data.json`
     /// (`ses.Message`: simple messages of SES v1 and v2).
     pub fn sent_emails(&self) -> Vec<SentEmail> {

@@ -596,18 +596,7 @@ async fn settings_saved_in_the_console_are_the_ones_the_job_reads() {
 #[tokio::test]
 async fn an_alert_mail_goes_through_ses_to_moto_once() {
     let moto = tally_tests::moto::Moto::start();
-    let ses = tally_mail::Ses::connect(&tally_mail::SesOptions::local(
-        &moto.endpoint,
-        "tally@example.com",
-    ))
-    .await
-    .unwrap();
-    ses.client()
-        .create_email_identity()
-        .email_identity("tally@example.com")
-        .send()
-        .await
-        .unwrap();
+    let ses = moto.ses_from("tally@example.com").await;
     let h = Harness::start().await;
     let rx = Receiver::start(vec![200]).await;
     let spiky = site(

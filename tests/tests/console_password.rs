@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 use tally_console::mail::Outbox;
 use tally_core::HOUR_MS;
 use tally_core::account::token;
-use tally_mail::{Ses, SesOptions};
 use tally_store::accounts::AuditLog;
 use tally_tests::console::{Browser, Captured, Console, Now, PASSWORD, error_code, member, owner};
 use tally_tests::moto::Moto;
@@ -353,15 +352,7 @@ async fn changing_ones_password_ends_the_other_sessions_and_open_links() {
 async fn the_reset_mail_goes_through_ses() {
     let moto = Moto::start();
     let from = "tally@example.com";
-    let ses = Ses::connect(&SesOptions::local(&moto.endpoint, from))
-        .await
-        .unwrap();
-    ses.client()
-        .create_email_identity()
-        .email_identity(from)
-        .send()
-        .await
-        .unwrap();
+    let ses = moto.ses_from(from).await;
     let mut console = Console::start().await;
     console.config = console.config.clone().with_mailer(ses);
     owner(&console).await;

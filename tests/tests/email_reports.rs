@@ -460,18 +460,7 @@ async fn the_unsubscribe_link_works_without_signing_in_and_a_forged_one_is_refus
 #[tokio::test]
 async fn a_report_goes_through_ses_to_moto() {
     let moto = tally_tests::moto::Moto::start();
-    let ses = tally_mail::Ses::connect(&tally_mail::SesOptions::local(
-        &moto.endpoint,
-        "tally@example.com",
-    ))
-    .await
-    .unwrap();
-    ses.client()
-        .create_email_identity()
-        .email_identity("tally@example.com")
-        .send()
-        .await
-        .unwrap();
+    let ses = moto.ses_from("tally@example.com").await;
     let h = Harness::start().await;
     site(
         &h,
