@@ -10,13 +10,11 @@
 
 use crate::access::Access;
 use crate::batch::Reader;
-use crate::doors::params;
 use crate::error::{ApiError, json_response};
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use tally_core::payload::BotReason;
-use tally_core::query::ParseError;
 use tally_store::bots::BotDay;
 
 /// `GET …/bots`.
@@ -116,22 +114,8 @@ pub(crate) async fn bots<S: QueryStore>(
     access: &Access,
 ) -> Result<Response<Body>, ApiError> {
     crate::doors::refuse_links(access, "bots blocked")?;
-    let params = params(request);
-    if let Some(unknown) = params
-        .keys()
-        .find(|k| !["period", "from", "to", "segment"].contains(&k.as_str()))
-    {
-        return Err(ApiError::bad_request(
-            "unknown_parameter",
-            format!("unknown parameter {unknown:?}: bots take period, from and to"),
-        ));
-    }
-    let get = |k: &str| params.get(k).map(String::as_str).filter(|s| !s.is_empty());
-    let ctx = reader.context();
-    let today = ctx.zone.local_date(ctx.now);
-    let (_, range) =
-        tally_core::range::resolve(get("period"), get("from"), get("to"), today, ctx.first_day)
-            .map_err(ParseError::from)?;
+    // `segment` is taken and ignored: the counts are site-wide.
+    let (range, _) = crate::doors::local_range(reader, request, "bots", &["segment"])?;
     let days = store
         .bot_counts(&reader.site.id, range.from, range.to)
         .await?;

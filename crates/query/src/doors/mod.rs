@@ -49,6 +49,21 @@ pub(crate) fn local_period(
     what: &str,
     others: &[&str],
 ) -> Result<(String, String, BTreeMap<String, String>), crate::error::ApiError> {
+    let (range, params) = local_range(reader, request, what, others)?;
+    Ok((
+        tally_core::zone::format_date(range.from),
+        tally_core::zone::format_date(range.to),
+        params,
+    ))
+}
+
+/// [`local_period`] as a range of dates.
+pub(crate) fn local_range(
+    reader: &crate::batch::Reader<'_>,
+    request: &Request,
+    what: &str,
+    others: &[&str],
+) -> Result<(tally_core::range::DateRange, BTreeMap<String, String>), crate::error::ApiError> {
     let params = params(request);
     let known = |k: &str| ["period", "from", "to"].contains(&k) || others.contains(&k);
     if let Some(unknown) = params.keys().find(|k| !known(k)) {
@@ -69,11 +84,7 @@ pub(crate) fn local_period(
     let (_, range) =
         tally_core::range::resolve(get("period"), get("from"), get("to"), today, ctx.first_day)
             .map_err(tally_core::query::ParseError::from)?;
-    Ok((
-        tally_core::zone::format_date(range.from),
-        tally_core::zone::format_date(range.to),
-        params,
-    ))
+    Ok((range, params))
 }
 
 /// Refuses a shared link (403 `not_shared`): `what` (visits, conversions)
