@@ -172,14 +172,16 @@ impl<'a> Fold<'a> {
         Self { props, ..self }
     }
 
-    /// Whether day rollups can answer it (a journey question: only every
-    /// transition, from the days' transitions tables).
+    /// Whether day rollups can answer it: core's one rule,
+    /// [`tally_core::query::fold::rollups_fit`].
     pub fn rollups_answer(&self) -> bool {
-        self.filter.is_empty()
-            && self.buckets != Buckets::Hours
-            && self.within.is_none()
-            && self.funnel.is_none()
-            && self.journey.is_none_or(JourneyQuery::rolls_up)
+        tally_core::query::fold::rollups_fit(
+            self.dims,
+            self.filter,
+            self.buckets,
+            self.within.is_some() || self.funnel.is_some(),
+            self.journey,
+        )
     }
 }
 

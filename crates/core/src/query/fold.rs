@@ -132,23 +132,15 @@ impl FoldRequest {
                 .any(|p| p.dimension.level() == Level::Goal)
     }
 
-    /// Whether day rollups may answer settled days: no filter, no hours,
-    /// no window, no funnel, no journey but every transition (the days'
-    /// transitions tables, [`JourneyQuery::rolls_up`]), and no page or event
-    /// rows of Plausible's events (rollups hold Tally's). Otherwise every
-    /// day is folded from events.
+    /// Whether day rollups may answer settled days ([`rollups_fit`]).
     pub fn rollups_may_answer(&self) -> bool {
-        let plausible_rows = self.filter.events == Events::Plausible
-            && self
-                .dims
-                .iter()
-                .any(|d| matches!(d, Dimension::Page | Dimension::Event));
-        self.buckets != Buckets::Hours
-            && self.filter.is_empty()
-            && !plausible_rows
-            && self.within.is_none()
-            && self.funnel.is_none()
-            && self.journey.as_ref().is_none_or(JourneyQuery::rolls_up)
+        rollups_fit(
+            &self.dims,
+            &self.filter,
+            self.buckets,
+            self.within.is_some() || self.funnel.is_some(),
+            self.journey.as_ref(),
+        )
     }
 
     /// The bucket of a visit that started at `start`, or `None` to leave
@@ -194,6 +186,32 @@ impl FoldRequest {
             ..self.clone()
         })
     }
+}
+
+/// The one rule for whether day rollups may answer a fold's settled days:
+/// no filter, no hours, nothing only events hold (`events_only`: a time
+/// window or a funnel), no journey but every transition (the days'
+/// transitions tables, [`JourneyQuery::rolls_up`]), and no page or event
+/// rows of Plausible's events: rollups hold Tally's rows (a page row counts
+/// page views; Plausible's counts every event on the page, and its event
+/// rows list `pageview`). Otherwise every day is folded from events. The
+/// read layer asks this of every fold of a batch.
+pub fn rollups_fit(
+    dims: &[Dimension],
+    filter: &Filter,
+    buckets: Buckets,
+    events_only: bool,
+    journey: Option<&JourneyQuery>,
+) -> bool {
+    let plausible_rows = filter.events == Events::Plausible
+        && dims
+            .iter()
+            .any(|d| matches!(d, Dimension::Page | Dimension::Event));
+    buckets != Buckets::Hours
+        && filter.is_empty()
+        && !plausible_rows
+        && !events_only
+        && journey.is_none_or(JourneyQuery::rolls_up)
 }
 
 /// Most buckets a fold joined from a total and a time series may keep
@@ -352,10 +370,13 @@ fn needs(q: &Query) -> Vec<(Role, FoldRequest)> {
             },
         ));
     }
+    // Plausible's conversion rates are over the visitors without goal and
+    // property filters, whatever the dimension (an `event:goal` row under
+    // a property filter included): a fold of its own when that differs.
     let base_filter = (q.convention == Convention::Plausible
-        && q.goal_filtered()
         && q.metrics.iter().any(|m| m.is_conversion_rate()))
-    .then(|| conversion_base(&q.filter));
+    .then(|| conversion_base(&q.filter))
+    .filter(|base| *base != q.filter);
     if let Some(filter) = &base_filter {
         out.push((
             Role::Base,

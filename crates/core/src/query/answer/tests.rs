@@ -814,3 +814,48 @@ fn plausible_conversion_rates_are_in_hundredths() {
         Some(&Figure::Number(66.67))
     );
 }
+
+#[test]
+fn goal_rows_under_a_property_filter_convert_over_the_visitors_without_it() {
+    // Plausible's `event:goal` breakdown with `event:props:plan is pro`:
+    // its conversion rate is over every visitor (5), not the 2 that sent
+    // the property (`remove_top_level_filters(["event:goal",
+    // "event:props"])`); Tally's own API keeps the filtered base.
+    let q = Query {
+        filter: Filter::parse("props:plan==pro").unwrap(),
+        ..plausible(
+            vec![Metric::Visitors, Metric::ConversionRate],
+            vec![QueryDimension::Dim(Dimension::Goal)],
+            vec![(OrderKey::Metric(0), true)],
+        )
+    };
+    let filtered = Aggregate {
+        totals: m(2, 2, 2, 0, 0, 0),
+        dims: [(
+            Dimension::Goal,
+            [("Signup".to_owned(), m(1, 1, 0, 0, 0, 0))]
+                .into_iter()
+                .collect(),
+        )]
+        .into_iter()
+        .collect(),
+        ..Aggregate::default()
+    };
+    let a = answer_with(&q, |f| {
+        if f.filter.is_empty() {
+            folded(vec![(Bucket::All, both_days())])
+        } else {
+            folded(vec![(Bucket::All, filtered.clone())])
+        }
+    });
+    assert_eq!(
+        a.rows[0].figures,
+        vec![Figure::Count(1), Figure::Number(20.0)]
+    );
+    let tally = Query {
+        convention: Convention::Tally,
+        ..q
+    };
+    let a = answer_with(&tally, |_| folded(vec![(Bucket::All, filtered.clone())]));
+    assert_eq!(a.rows[0].figures[1], Figure::Number(50.0));
+}

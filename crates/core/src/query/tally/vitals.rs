@@ -80,14 +80,16 @@ pub fn parse(
             "vitals answer json or csv",
         ));
     }
+    // Totals and rows count alike: every visitor and page view the filter
+    // keeps, sampled or not, beside each metric's sampled page views.
+    let mut row_metrics = vec![Metric::Visitors, Metric::Pageviews];
+    row_metrics.extend(metrics());
     let totals = Query::totals(
         base.range,
-        metrics(),
+        row_metrics.clone(),
         base.filter.clone(),
         Convention::Tally,
     );
-    let mut row_metrics = vec![Metric::Visitors, Metric::Pageviews];
-    row_metrics.extend(metrics());
     let rows = Query {
         dimensions: vec![Breakdown::Dim(dimension).dimension()],
         page: Page {
@@ -142,14 +144,29 @@ pub struct VitalSet {
     pub ttfb: Figures,
 }
 
+/// The range's figures: its visitors and page views (every one the
+/// filter keeps, with a sample or without, as each row counts its own) and
+/// the vitals of those that carried samples.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VitalsTotals {
+    /// Visitors.
+    pub visitors: u64,
+    /// Page views.
+    pub pageviews: u64,
+    /// Their figures.
+    #[serde(flatten)]
+    pub vitals: VitalSet,
+}
+
 /// One row: a dimension value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VitalsRow {
     /// The dimension's value (`(other)` for the pages past a rollup's top).
     pub value: String,
-    /// Its visitors.
+    /// Its visitors (every one, with a sample or without).
     pub visitors: u64,
-    /// Its page views.
+    /// Its page views (every one; each metric's `count` says how many
+    /// carried that metric).
     pub pageviews: u64,
     /// Its figures.
     #[serde(flatten)]
@@ -193,7 +210,7 @@ pub struct VitalsMeta {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VitalsBody {
     /// The range's figures.
-    pub totals: VitalSet,
+    pub totals: VitalsTotals,
     /// One page of rows.
     pub results: Vec<VitalsRow>,
     /// What was asked and where it came from.
@@ -232,7 +249,11 @@ pub fn render(request: &VitalsRequest, site: Site<'_>, answers: &[Answer]) -> Vi
         _ => 0,
     };
     VitalsBody {
-        totals: set_of(|m| totals.total(m).cloned()),
+        totals: VitalsTotals {
+            visitors: count(totals.total(Metric::Visitors)),
+            pageviews: count(totals.total(Metric::Pageviews)),
+            vitals: set_of(|m| totals.total(m).cloned()),
+        },
         results: rows
             .rows
             .iter()
