@@ -153,7 +153,7 @@ async fn run_mailing(
     now: Millis,
     mailer: Option<&dyn tally_mail::Mailer>,
 ) -> AlertsReport {
-    let webhooks = Webhooks::new().unwrap();
+    let webhooks = Webhooks::new(true).unwrap();
     let job = AlertJob {
         mailer,
         poster: &webhooks,
@@ -634,4 +634,102 @@ async fn an_alert_mail_goes_through_ses_to_moto_once() {
         .map(|d| (d.channel, d.attempts.len(), d.delivered()))
         .collect();
     assert!(email.contains(&(Channel::Email, 1, true)), "{email:?}");
+}
+
+/// A resolver of the test's: every name answers `answers[call]` (the last
+/// one again past the end), and the calls are counted.
+struct Scripted {
+    answers: Vec<Vec<std::net::IpAddr>>,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl tally_rollup::webhook::Lookup for Scripted {
+    fn lookup(&self, _host: &str) -> tally_rollup::webhook::LookupFuture {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let answer = self.answers[n.min(self.answers.len() - 1)].clone();
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+fn scripted(answers: &[&[&str]]) -> Arc<Scripted> {
+    Arc::new(Scripted {
+        answers: answers
+            .iter()
+            .map(|a| a.iter().map(|ip| ip.parse().unwrap()).collect())
+            .collect(),
+        calls: std::sync::atomic::AtomicUsize::new(0),
+    })
+}
+
+/// Issue 29, item 2: a webhook URL never reaches this machine in
+/// production, whatever its name resolves to. A listener on 127.0.0.1
+/// counts the connections it accepts: none, for a name that resolves to
+/// loopback, an answer that mixes a public and a private address, a name
+/// refused by its spelling, and an address literal; the resolver is asked
+/// once per post and the connector connects to what it answered (shown
+/// with `tally dev`'s allowance, where the one connection arrives).
+#[tokio::test]
+async fn webhooks_never_connect_inside_whatever_the_name_resolves_to() {
+    use tally_rollup::alerts::Poster;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let url = |host: &str| format!("https://{host}:{port}/hook");
+    let cases: [(&str, &[&[&str]], String); 6] = [
+        (
+            "a name resolving to loopback",
+            &[&["127.0.0.1"]],
+            url("hooks.attacker.example.net"),
+        ),
+        (
+            "a public and a private answer",
+            &[&["93.184.216.34", "127.0.0.1"]],
+            url("hooks.attacker.example.net"),
+        ),
+        (
+            "a rebinding name, private first",
+            &[&["127.0.0.1"], &["93.184.216.34"]],
+            url("rebind.attacker.example.net"),
+        ),
+        (
+            "a name spelling loopback",
+            &[&["127.0.0.1"]],
+            url("127.0.0.1.nip.io"),
+        ),
+        (
+            "the metadata name",
+            &[&["169.254.169.254"]],
+            url("metadata.google.internal"),
+        ),
+        ("an address literal", &[&["127.0.0.1"]], url("127.0.0.1")),
+    ];
+    for (what, answers, url) in cases {
+        let resolver = scripted(answers);
+        let webhooks = Webhooks::with_lookup(resolver.clone(), false).unwrap();
+        let got = webhooks.post(&url, &[], "{}".to_owned()).await;
+        assert!(got.is_err(), "{what}: {got:?}");
+        assert!(
+            resolver.calls.load(std::sync::atomic::Ordering::SeqCst) <= 1,
+            "{what}: resolved more than once"
+        );
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // With tally dev's allowance the same name reaches the listener: the
+    // connection goes to the answer, resolved once.
+    let resolver = scripted(&[&["127.0.0.1"], &["93.184.216.34"]]);
+    let webhooks = Webhooks::with_lookup(resolver.clone(), true).unwrap();
+    let _ = webhooks
+        .post(&url("hooks.attacker.example.net"), &[], "{}".to_owned())
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(resolver.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
 }

@@ -687,6 +687,23 @@ fn cases(f: &Fixture) -> Vec<Case> {
             200,
             Probe::Nothing,
         ),
+        // The trusted proxy's secret speaks for any visitor: configure.
+        case(
+            "GET",
+            format!("sites/{site}/proxy"),
+            None,
+            Configure,
+            200,
+            Probe::Nothing,
+        ),
+        case(
+            "POST",
+            format!("sites/{site}/proxy"),
+            Some(json!({"networks": ["cloudflare"]})),
+            Configure,
+            200,
+            Probe::Site,
+        ),
         case(
             "GET",
             format!("sites/{site}/shares"),
@@ -849,7 +866,7 @@ async fn every_caller_against_every_site_route() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 42 * CALLERS.len());
+    assert_eq!(checked, 44 * CALLERS.len());
 }
 
 /// `GET sites` lists each caller's sites with their role; `POST sites` is

@@ -217,3 +217,161 @@ async fn untagged_keys_made_before_tags_still_read_through_the_limiter() {
     let unseen = tally_tests::new_key(&d.console.store, SITE, 4).await;
     assert_eq!(d.with_key("198.51.100.30", &unseen).await.0, 429);
 }
+
+impl Deployment {
+    /// A console call with an API key from `ip`: the status and error code.
+    async fn console_with_key(
+        &self,
+        ip: &str,
+        key: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Option<String>) {
+        let b = Browser::new(ip);
+        let builder = b
+            .request(method, path, body.clone())
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json");
+        let (status, json, _) = self.console.send(b.build(builder, body)).await;
+        (status, json["error"]["code"].as_str().map(str::to_owned))
+    }
+}
+
+/// Issue 29, item 3: the console takes keys through the query function's
+/// guard: forged tags are refused unread and counted, the 21st failure
+/// from a network a minute is 429, and a key this deployment issued still
+/// works from that network.
+#[tokio::test]
+async fn the_console_answers_the_21st_wrong_key_from_a_network_with_429() {
+    let mut d = Deployment::start().await;
+    let goals = format!("sites/{SITE}/goals");
+    let mut answers = Vec::new();
+    for n in 0..21u8 {
+        answers.push(
+            d.console_with_key(OFFICE, &forged_key(n), "GET", &goals, None)
+                .await,
+        );
+    }
+    let invalid = (401, Some("invalid_api_key".to_owned()));
+    assert_eq!(answers[..20], vec![invalid.clone(); 20][..]);
+    assert_eq!(answers[20], (429, Some("too_many_attempts".to_owned())));
+    // Untagged guesses from the same network wait too; another network's
+    // do not.
+    let untagged = tally_core::auth::key_from_bytes(SITE, &[77; 20]);
+    assert_eq!(
+        d.console_with_key(OFFICE, &untagged, "GET", &goals, None)
+            .await
+            .0,
+        429
+    );
+    assert_eq!(
+        d.console_with_key("198.51.100.9", &untagged, "GET", &goals, None)
+            .await,
+        invalid
+    );
+    // A key issued by this deployment is no guess.
+    let key = d.issue("keys", "key").await;
+    assert_eq!(
+        d.console_with_key(OFFICE, &key, "GET", &goals, None).await,
+        (200, None)
+    );
+}
+
+/// Issue 29, item 3: a key does no more than its maker may today. An
+/// admin's `configure` key adds goals and mints shared links; once the
+/// admin is a viewer it only reads (403 at the console, 200 reading
+/// stats); once the admin is removed it is refused everywhere (401).
+#[tokio::test]
+async fn a_keys_power_follows_its_makers_role_on_every_use() {
+    use tally_core::account::{Membership, Role};
+    let mut d = Deployment::start().await;
+    tally_tests::console::member(&d.console, "admin@example.com").await;
+    let admin_uid = tally_core::account::token::user_id_from_bytes(&[9; 8]);
+    d.console
+        .store
+        .put_membership(&Membership {
+            site: SITE.into(),
+            uid: admin_uid.clone(),
+            role: Role::Admin,
+            email: "admin@example.com".into(),
+        })
+        .await
+        .unwrap();
+    let mut admin = Browser::new("198.51.100.20");
+    let (status, body) = admin
+        .login(
+            &d.console,
+            "admin@example.com",
+            tally_tests::console::PASSWORD,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = admin
+        .call(
+            &d.console,
+            "POST",
+            &format!("sites/{SITE}/keys"),
+            Some(json!({"label": "ci", "scope": "configure"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let ip = "198.51.100.21";
+    let goal = |n: u8| Some(json!({"name": format!("Visit /g{n}"), "page": format!("/g{n}")}));
+    let shares = format!("sites/{SITE}/shares");
+    let goals = format!("sites/{SITE}/goals");
+    assert_eq!(
+        d.console_with_key(ip, &key, "POST", &goals, goal(1))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        d.console_with_key(ip, &key, "POST", &shares, Some(json!({})))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(d.with_key(ip, &key).await, (200, None));
+    // Demoted to viewer: reads, configures nothing.
+    let member = format!("sites/{SITE}/members/{admin_uid}");
+    let (status, body) = d
+        .owner
+        .call(
+            &d.console,
+            "PATCH",
+            &member,
+            Some(json!({"role": "viewer"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        d.console_with_key(ip, &key, "POST", &goals, goal(2))
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        d.console_with_key(ip, &key, "POST", &shares, Some(json!({})))
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        d.console_with_key(ip, &key, "GET", &goals, None).await.0,
+        200
+    );
+    assert_eq!(d.with_key(ip, &key).await, (200, None));
+    // Removed: nothing.
+    let (status, body) = d.owner.call(&d.console, "DELETE", &member, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        d.console_with_key(ip, &key, "GET", &goals, None).await,
+        (401, Some("invalid_api_key".to_owned()))
+    );
+    assert_eq!(
+        d.with_key(ip, &key).await,
+        (401, Some("invalid_api_key".to_owned()))
+    );
+}

@@ -68,6 +68,29 @@ pub enum SiteCommand {
         #[arg(long, conflicts_with_all = ["exclude_networks", "exclude_paths"])]
         clear_exclusions: bool,
     },
+    /// Trust the site's own proxy or server-side sender: a request
+    /// carrying its secret in `Tally-Proxy-Secret` (from one of its
+    /// networks, when listed) is counted as the visitor it forwards in
+    /// `X-Forwarded-For` (docs/API.md, "Proxying Tally").
+    Proxy {
+        /// The site id.
+        #[arg(long)]
+        site: String,
+        /// Make a new secret, shown once (the first one, or a rotation:
+        /// the old one is accepted for a day more).
+        #[arg(long)]
+        rotate: bool,
+        /// Replace the proxy's networks (CIDR, or `cloudflare` for
+        /// Cloudflare's published ranges; repeat).
+        #[arg(long = "network")]
+        networks: Vec<String>,
+        /// Let the proxy send from any address (it still needs the secret).
+        #[arg(long, conflicts_with = "networks")]
+        any_network: bool,
+        /// Trust no proxy any more.
+        #[arg(long, conflicts_with_all = ["rotate", "networks", "any_network"])]
+        remove: bool,
+    },
     /// List sites.
     List,
 }
@@ -436,6 +459,44 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             writeln!(out, "domains: {}", site.domains.join(", "))?;
             writeln!(out, "timezone: {}", site.time_zone)?;
             writeln!(out, "{}", retention_line(&site))?;
+        }
+        SiteCommand::Proxy {
+            site: id,
+            rotate,
+            networks,
+            any_network,
+            remove,
+        } => {
+            let change = tally_core::proxy::ProxyChange {
+                rotate,
+                networks: if any_network {
+                    Some(Vec::new())
+                } else {
+                    (!networks.is_empty()).then_some(networks)
+                },
+                remove,
+            };
+            let (site, secret) =
+                tally_cli::sites::set_proxy(&store, &id, &change, now_ms()).await?;
+            writeln!(out, "site: {id}")?;
+            match &site.proxy {
+                None => writeln!(out, "proxy: none (X-Forwarded-For is ignored)")?,
+                Some(p) => {
+                    let networks = if p.networks.is_empty() {
+                        "any address with the secret".to_owned()
+                    } else {
+                        format!("{} networks", p.networks.len())
+                    };
+                    writeln!(out, "proxy: trusted from {networks}")?;
+                }
+            }
+            if let Some(secret) = secret {
+                writeln!(
+                    out,
+                    "proxy secret (shown once; send it as {}): {secret}",
+                    tally_core::proxy::SECRET_HEADER
+                )?;
+            }
         }
         SiteCommand::List => {
             for site in store.sites().await? {

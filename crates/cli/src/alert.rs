@@ -215,6 +215,7 @@ pub async fn run(command: AlertCommand, target: &Target) -> anyhow::Result<()> {
                 None => now_ms(),
             };
             let public_url = public_url.trim().trim_end_matches('/').to_owned();
+            let local = data_dir.is_some();
             let mailer: Option<Box<dyn tally_mail::Mailer>> = match data_dir {
                 Some(dir) => Some(Box::new(tally_mail::Outbox::in_data_dir(&dir))),
                 None => match tally_mail::SesOptions::from_env() {
@@ -222,7 +223,9 @@ pub async fn run(command: AlertCommand, target: &Target) -> anyhow::Result<()> {
                     None => None,
                 },
             };
-            let webhooks = tally_rollup::webhook::Webhooks::new()?;
+            // `tally dev`'s data (`--data-dir`) may post to this machine,
+            // as its settings may name it; a deployment's never.
+            let webhooks = tally_rollup::webhook::Webhooks::new(local)?;
             let job = tally_rollup::alerts::AlertJob {
                 mailer: mailer.as_deref(),
                 poster: &webhooks,

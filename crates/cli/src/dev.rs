@@ -215,7 +215,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                 tracing::warn!(error = %e, "email reports failed");
             }
             // Step 4: traffic alerts, their mail into the same outbox.
-            match tally_rollup::webhook::Webhooks::new() {
+            match tally_rollup::webhook::Webhooks::new(true) {
                 Ok(webhooks) => {
                     let job = tally_rollup::alerts::AlertJob {
                         mailer: Some(&report_outbox),

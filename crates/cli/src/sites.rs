@@ -65,6 +65,29 @@ pub async fn update_site(store: &Store, id: &str, change: &SiteChange) -> anyhow
     anyhow::bail!("site {id:?} keeps changing; try again")
 }
 
+/// Changes a site's trusted proxy (`tally site proxy`): the site as
+/// stored and the new secret when one was made (shown once).
+pub async fn set_proxy(
+    store: &Store,
+    id: &str,
+    change: &tally_core::proxy::ProxyChange,
+    now: Millis,
+) -> anyhow::Result<(Site, Option<String>)> {
+    let fresh = tally_core::proxy::new_secret(&random::<24>()?);
+    for _ in 0..5 {
+        let mut site = store
+            .site_consistent(id)
+            .await?
+            .with_context(|| format!("no site {id:?}"))?;
+        let applied = change.apply(site.proxy.as_ref(), &fresh, now)?;
+        site.proxy = applied.proxy;
+        if store.update_site(&site).await? {
+            return Ok((site, applied.secret));
+        }
+    }
+    anyhow::bail!("site {id:?} keeps changing; try again")
+}
+
 /// Makes a new read key for a site, tagged with `tag` when given, and
 /// stores its record; returns the key.
 pub async fn create_key(

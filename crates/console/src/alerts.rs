@@ -271,7 +271,11 @@ pub async fn log<S: SiteStore + AlertStore>(
     site: &str,
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
-    site_permit(store, request, site, Action::Configure, now).await?;
+    let permit = site_permit(store, request, site, Action::Configure, now).await?;
+    // An attempt's HTTP status says what answered at a URL (a port and
+    // service oracle if the URL were inside): delivered or failed for the
+    // site's configurers, the status for the instance owner only.
+    let owner = matches!(&permit.actor, crate::permit::Actor::User(s) if s.user.instance_owner);
     let hours = request
         .uri()
         .query()
@@ -297,7 +301,14 @@ pub async fn log<S: SiteStore + AlertStore>(
             hour: d.hour,
             delivered: d.delivered(),
             next_at: d.next_at(),
-            attempts: d.attempts,
+            attempts: d
+                .attempts
+                .into_iter()
+                .map(|a| DeliveryRecord {
+                    status: a.status.filter(|_| owner),
+                    ..a
+                })
+                .collect(),
         })
         .collect();
     Ok(json_response(

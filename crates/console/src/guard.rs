@@ -56,6 +56,66 @@ pub async fn take<S: ConsoleStore>(
     Ok(Taken(counts.into_iter().map(|(w, _)| w).collect()))
 }
 
+/// How a request's API key goes through the key guard.
+#[derive(Debug)]
+pub enum KeyCheck {
+    /// Its tag is this deployment's: no limit applies (a member's key
+    /// never locks them out); a refusal by the store still counts.
+    Tagged(Window),
+    /// Untagged (made before tags): a unit taken, given back unless the
+    /// key was refused.
+    Taken(Taken),
+}
+
+/// The key guard before a request that carries an API key
+/// (`Authorization: Bearer`), as the query function guards its keys: a
+/// tag that is not this deployment's is a failed guess told offline (401,
+/// nothing read; 429 past [`guess::KEY_GUESSES_PER_MINUTE`] a minute from
+/// the network); an untagged key takes a unit from the network's window
+/// first (429 when it is spent).
+pub async fn take_key<S: ConsoleStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    key: &str,
+    now: Millis,
+) -> Result<KeyCheck, ConsoleError> {
+    use tally_core::tag::{TagVerdict, verify_tag};
+    let ip = tally_lambda::request::client_ip(request, false);
+    let network = tally_core::salt::network_id(&config.network_key, &ip);
+    let window = guess::key_window(&network, now);
+    let verdict = verify_tag(&config.tag_key, key);
+    if verdict == TagVerdict::Tagged(true) {
+        return Ok(KeyCheck::Tagged(window));
+    }
+    let count = store.add_guess(&window, 1).await?;
+    if let Err(wait) = guess::verdict(&[(window.clone(), count)], now) {
+        tracing::warn!(event = "key_guess_limited", "too many failed API keys");
+        return Err(ConsoleError::too_many_attempts(wait));
+    }
+    if verdict == TagVerdict::Tagged(false) {
+        return Err(ConsoleError::new(
+            401,
+            "invalid_api_key",
+            "invalid or revoked API key",
+        ));
+    }
+    Ok(KeyCheck::Taken(Taken(vec![window])))
+}
+
+/// The key guard after the request: `refused` when the key was (401).
+pub async fn after_key<S: ConsoleStore>(store: &S, check: KeyCheck, refused: bool) {
+    match check {
+        KeyCheck::Tagged(window) if refused => {
+            if let Err(e) = store.add_guess(&window, 1).await {
+                tracing::warn!(error = %e, "a refused key was not counted");
+            }
+        }
+        KeyCheck::Taken(taken) if !refused => give_back(store, taken).await,
+        _ => {}
+    }
+}
+
 /// Gives back the units of a check that passed.
 pub async fn give_back<S: ConsoleStore>(store: &S, taken: Taken) {
     for window in taken.0 {

@@ -81,6 +81,8 @@
 //! | `GET sites/{site}/alerts` | C | — | `Alerts` = `{enabled, watch: "spike"\|"drop"\|"both", min_volume, spike_pct, spread_pct, drop_pct, cooldown_hours, emails, slack_url, webhook_url, webhook_secret, updated_at}` (URLs as scheme and host only; `updated_at` null: never saved, the defaults) |
 //! | `PUT sites/{site}/alerts` | C | any of `{enabled, watch, min_volume, spike_pct, spread_pct, drop_pct, cooldown_hours, emails: [..], slack_url, webhook_url, rotate_secret}` (`""` removes a URL; core's `AlertSpec::apply`, as `tally alert set`; else 400 `invalid_spike_pct`, `invalid_url`, `no_channel`, …) | `Alerts` (a signing secret made when a webhook URL is first set or `rotate_secret`) |
 //! | `GET sites/{site}/alerts/log?hours=168` | C | — | `{hours, alerts: [{kind, hour, observed, baseline, threshold, recorded_at}], deliveries: [{channel, hour, delivered, next_at, attempts: [{channel, hour, attempt, at, status, ok, next_at}]}]}` (newest first, at most 100 each, `hours` 1-720) |
+//! | `GET sites/{site}/proxy` | C | — | `Proxy` = `{enabled, header: "tally-proxy-secret", networks, previous_valid_until}` |
+//! | `POST sites/{site}/proxy` | C | any of `{rotate, networks: [..], remove}` (`networks`: CIDR or `"cloudflare"`; core's `ProxyChange::apply`, as `tally site proxy`; else 400 `invalid_network`, `too_many_networks`) | `Proxy` with `secret` (shown once) when one was made |
 //! | `GET sites/{site}/keys` | C, people | — | `{keys: [Key]}`, `Key` = `{id, prefix, label, scope: "read"\|"configure", owner, created_at, revoked_at}` |
 //! | `POST sites/{site}/keys` | C, people | `{label?, scope?: "read"}` | 201 `{key, item: Key}` (shown once) |
 //! | `DELETE sites/{site}/keys/{id}` | C, people (an admin: own keys) | — | `{ok: true}` (revoked) |
@@ -114,6 +116,7 @@ pub mod members;
 pub mod page;
 pub mod password;
 pub mod permit;
+pub mod proxy;
 pub mod recipients;
 pub mod reports;
 pub mod saved;
@@ -195,6 +198,8 @@ enum SiteRoute<'a> {
     Alerts(&'a str),
     SetAlerts(&'a str),
     AlertLog(&'a str),
+    Proxy(&'a str),
+    SetProxy(&'a str),
     Items(&'a str, Collection),
     AddItem(&'a str, Collection),
     Item(&'a str, Collection, &'a str),
@@ -244,6 +249,9 @@ fn site_route<'a>(
         (["sites", site, "alerts"], "GET") => SiteRoute::Alerts(site),
         (["sites", site, "alerts"], "PUT") => SiteRoute::SetAlerts(site),
         (["sites", _, "alerts"], _) => return Some(Err(method_not_allowed("GET or PUT"))),
+        (["sites", site, "proxy"], "GET") => SiteRoute::Proxy(site),
+        (["sites", site, "proxy"], "POST") => SiteRoute::SetProxy(site),
+        (["sites", _, "proxy"], _) => return Some(Err(method_not_allowed("GET or POST"))),
         (["sites", site, "alerts", "log"], "GET") => SiteRoute::AlertLog(site),
         (["sites", _, "alerts", "log"], _) => return Some(Err(method_not_allowed("GET"))),
         (["sites", site, name], method) => {
@@ -294,6 +302,8 @@ async fn dispatch_site<S: SiteStore + reports::ReportStore + alerts::AlertStore>
         SiteRoute::Alerts(site) => alerts::get(s, r, site, now).await,
         SiteRoute::SetAlerts(site) => alerts::put(s, config, r, site, now).await,
         SiteRoute::AlertLog(site) => alerts::log(s, r, site, now).await,
+        SiteRoute::Proxy(site) => proxy::get(s, r, site, now).await,
+        SiteRoute::SetProxy(site) => proxy::change(s, config, r, site, now).await,
         SiteRoute::AcceptInvite => members::accept(s, config, r, now).await,
         SiteRoute::Items(site, c) => match c {
             C::Goals => goals::goals(s, r, site, now).await,
@@ -402,10 +412,31 @@ pub async fn handle<S: SiteStore + reports::ReportStore + alerts::AlertStore, C:
             _ => error_response(&ConsoleError::new(405, "method_not_allowed", "use GET")),
         };
     }
-    let mut response = match Box::pin(dispatch(store, clock, config, &request)).await {
+    // A request with an API key goes through the key guard first (a
+    // failed key counts against its network; a forged tag is refused
+    // unread), and gives its unit back unless the key was refused.
+    let key = auth::header(&request, "authorization")
+        .and_then(|h| tally_core::auth::bearer(Some(h)).ok())
+        .map(str::to_owned);
+    let taken = match &key {
+        Some(key) => match guard::take_key(store, config, &request, key, clock.now()).await {
+            Ok(taken) => Some(taken),
+            Err(e) => return with_headers(error_response(&e)),
+        },
+        None => None,
+    };
+    let response = match Box::pin(dispatch(store, clock, config, &request)).await {
         Ok(response) => response,
         Err(e) => error_response(&e),
     };
+    if let Some(check) = taken {
+        guard::after_key(store, check, response.status() == 401).await;
+    }
+    with_headers(response)
+}
+
+/// The headers every console answer carries.
+fn with_headers(mut response: Response<Body>) -> Response<Body> {
     let headers = response.headers_mut();
     headers.insert(
         "x-content-type-options",

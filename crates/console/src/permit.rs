@@ -20,7 +20,7 @@ use crate::site_store::SiteStore;
 use lambda_http::Request;
 use tally_core::Millis;
 use tally_core::account::role::{InstanceAction, instance_allows, site_role};
-use tally_core::account::{Action, Role};
+use tally_core::account::{Action, KeyScope, Role};
 use tally_core::auth as keys;
 use tally_core::site::Site;
 use tally_store::sites::ApiKeyRecord;
@@ -110,7 +110,8 @@ pub async fn site_permit<S: SiteStore>(
 ) -> Result<Permit, ConsoleError> {
     let (actor, role) = match auth::header(request, "authorization") {
         Some(header) => {
-            let record = key_of(store, header, site_id).await?;
+            let mut record = key_of(store, header, site_id).await?;
+            record.scope = maker_cap(store, &record, site_id).await?;
             let role = if record.scope.allows(Action::Configure) {
                 Role::Admin
             } else {
@@ -149,6 +150,28 @@ pub async fn site_permit<S: SiteStore>(
         .await?
         .ok_or_else(|| ConsoleError::not_found("site_not_found", "no such site"))?;
     Ok(Permit { actor, role, site })
+}
+
+/// A key's scope as its maker may act today ([`KeyScope::capped_by`]):
+/// a removed maker's key is 401 like a revoked one, a viewer's reads.
+async fn maker_cap<S: SiteStore>(
+    store: &S,
+    record: &ApiKeyRecord,
+    site_id: &str,
+) -> Result<KeyScope, ConsoleError> {
+    let Some(uid) = record.owner.as_deref() else {
+        return Ok(record.scope);
+    };
+    let instance_owner = store.user(uid).await?.is_some_and(|u| u.instance_owner);
+    let membership = if instance_owner {
+        None
+    } else {
+        store.membership(site_id, uid).await?.map(|m| m.role)
+    };
+    record
+        .scope
+        .capped_by(site_role(instance_owner, membership))
+        .ok_or_else(|| ConsoleError::new(401, "invalid_api_key", "invalid or revoked API key"))
 }
 
 /// The live key record of a bearer header for `site_id`: 401 for a

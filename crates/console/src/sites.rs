@@ -18,7 +18,7 @@ use crate::site_store::SiteStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::account::role::InstanceAction;
 use tally_core::account::{Action, AuditAction, Membership, Role};
-use tally_core::site::{SiteChange, SiteError, new_site, snippet};
+use tally_core::site::{Site, SiteChange, SiteError, new_site, snippet};
 use tally_core::{HOUR_MS, Millis};
 use tally_store::accounts::AuditLog;
 
@@ -172,19 +172,38 @@ pub async fn update<S: SiteStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Configure, now).await?;
     let change: SiteChange = body::parse(request, config.max_body)?;
-    let mut current = permit.site.clone();
+    let (current, changed) = write_change(store, permit.site.clone(), |s| {
+        let changed = change.apply(s)?;
+        Ok((!changed.is_empty()).then_some(changed))
+    })
+    .await?;
+    if let Some(changed) = changed {
+        let detail = format!("changed {}", changed.join(", "));
+        audit::record(store, &permit, AuditAction::SiteChanged, site, &detail, now).await?;
+    }
+    Ok(json_response(200, &SiteBody::of(&current, permit.role)))
+}
+
+/// Writes a change of a site's settings: `change` is applied to the site
+/// as read and answers what it changed (`None`: nothing, nothing is
+/// written); when the shard plan moved under it (ingest or the job
+/// resharded), the site is read again and the change applied anew, at
+/// most [`UPDATE_TRIES`] times, then 409 `site_busy`. Answers the site as
+/// stored and what changed.
+pub(crate) async fn write_change<S: SiteStore, T>(
+    store: &S,
+    mut current: Site,
+    mut change: impl FnMut(&mut Site) -> Result<Option<T>, ConsoleError>,
+) -> Result<(Site, Option<T>), ConsoleError> {
     for _ in 0..UPDATE_TRIES {
-        let changed = change.apply(&mut current)?;
-        if changed.is_empty() {
-            return Ok(json_response(200, &SiteBody::of(&current, permit.role)));
-        }
+        let Some(changed) = change(&mut current)? else {
+            return Ok((current, None));
+        };
         if store.update_site(&current).await? {
-            let detail = format!("changed {}", changed.join(", "));
-            audit::record(store, &permit, AuditAction::SiteChanged, site, &detail, now).await?;
-            return Ok(json_response(200, &SiteBody::of(&current, permit.role)));
+            return Ok((current, Some(changed)));
         }
         current = store
-            .site(site)
+            .site(&current.id)
             .await?
             .ok_or_else(|| ConsoleError::not_found("site_not_found", "no such site"))?;
     }

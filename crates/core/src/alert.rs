@@ -814,7 +814,15 @@ pub fn check_url(raw: &str, allow_local: bool) -> Result<String, AlertConfigErro
     }
     let local = match url.host() {
         None => return Err(AlertConfigError::Url("no host")),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Domain(d)) => {
+            let local = d.eq_ignore_ascii_case("localhost");
+            if !local && url.scheme() == "https" {
+                // Names that resolve only inside, or spell an inside
+                // address; the job checks what they resolve to again.
+                crate::outbound::check_host(d).map_err(AlertConfigError::Url)?;
+            }
+            local
+        }
         Some(url::Host::Ipv4(ip)) => {
             let ip = IpAddr::V4(ip);
             if !allow_local && internal(ip) {
@@ -838,28 +846,9 @@ pub fn check_url(raw: &str, allow_local: bool) -> Result<String, AlertConfigErro
     }
 }
 
-/// Loopback, private, link-local (cloud metadata), unspecified.
+/// Any special-purpose address ([`crate::outbound::special_purpose`]).
 fn internal(ip: std::net::IpAddr) -> bool {
-    use std::net::IpAddr;
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-        }
-        IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || v6
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| internal(IpAddr::V4(v4)))
-        }
-    }
+    crate::outbound::special_purpose(ip)
 }
 
 /// A URL as shown and logged: its scheme and host, the path (a Slack
@@ -1290,6 +1279,38 @@ mod tests {
                 Err("a user or password in the URL"),
             ),
             ("ftp://example.com/", false, Err("not https")),
+            // Names (issue 29): each refused however the deployment runs.
+            ("https://localhost./", false, Err("an internal address")),
+            ("https://foo.localhost/", true, Err("an internal address")),
+            (
+                "https://127.0.0.1.nip.io/",
+                false,
+                Err("an internal address"),
+            ),
+            (
+                "https://169.254.169.254.nip.io/",
+                false,
+                Err("an internal address"),
+            ),
+            (
+                "https://metadata.google.internal/",
+                false,
+                Err("an internal address"),
+            ),
+            ("https://intranet/", false, Err("a single-label name")),
+            ("https://100.64.0.1/", false, Err("an internal address")),
+            ("https://198.18.0.1/", false, Err("an internal address")),
+            ("https://224.0.0.1/", false, Err("an internal address")),
+            (
+                "https://[64:ff9b::a9fe:a9fe]/",
+                false,
+                Err("an internal address"),
+            ),
+            (
+                "https://[2002:7f00:1::]/",
+                false,
+                Err("an internal address"),
+            ),
             ("hooks.slack.com/services", false, Err("not a URL")),
         ] {
             assert_eq!(

@@ -62,6 +62,10 @@ pub struct Site {
     /// Page paths whose events are not stored (`*` wildcards).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_paths: Vec<String>,
+    /// The site's trusted proxy ([`crate::proxy`]): requests proving it
+    /// are counted as the visitor they forward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<crate::proxy::Proxy>,
 }
 
 /// A client network: an address and a prefix length.
@@ -207,6 +211,7 @@ impl Site {
             created_at,
             exclude_networks: Vec::new(),
             exclude_paths: Vec::new(),
+            proxy: None,
         };
         site.validate()?;
         Ok(site)

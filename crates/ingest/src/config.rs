@@ -325,6 +325,14 @@ impl Config {
         }
     }
 
+    /// Gives back the page view a visitor's minute took for an event that
+    /// was not stored after all (a retried beacon, answered `duplicate`).
+    pub fn give_back_rate(&self, key: &str, now: tally_core::Millis) {
+        if let Ok(mut budgets) = self.budgets.lock() {
+            budgets.give_back(key, now);
+        }
+    }
+
     /// Takes an event's stored bytes from the client network's and the
     /// site's byte budgets.
     pub fn within_bytes(

@@ -5,6 +5,10 @@
 //!    user agent, origin, viewer geography, the clock);
 //! 2. parse: each front door's own parser (`collect`: Tally's payload;
 //!    `events_api`: Plausible's) turns the body into hits;
+//!    then [`forwarded`]: a request carrying the site's proxy secret
+//!    ([`tally_core::proxy`]; the site read from the instance's cache)
+//!    is counted as the visitor its proxy forwards (`X-Forwarded-For`,
+//!    the forwarded geography); every later step runs on that visitor;
 //! 3. [`screen`]: a bot is dropped before anything is read or hashed, by
 //!    its user agent ([`tally_core::classify::bot`]), its network (a
 //!    hosting or datacenter range: [`tally_core::classify::network`]), its
@@ -82,6 +86,12 @@ pub struct Facts<'a> {
     pub headers: headers::RequestHeaders<'a>,
     /// When the request arrived.
     pub now: Millis,
+    /// The proxy secret it presented ([`tally_core::proxy::SECRET_HEADER`]).
+    pub proxy_secret: Option<&'a str>,
+    /// `X-Forwarded-For`, read only for a proven proxy.
+    pub forwarded_for: Option<&'a str>,
+    /// The geography a proxy forwards (read only when a secret was sent).
+    pub forwarded_geo: Option<(String, Option<String>, Option<String>)>,
 }
 
 impl<'a> Facts<'a> {
@@ -108,6 +118,7 @@ pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) ->
             sec_ch_ua: header(request, "sec-ch-ua"),
             sec_ch_ua_mobile: header(request, "sec-ch-ua-mobile"),
             sec_ch_ua_platform: header(request, "sec-ch-ua-platform"),
+            forwarded: false,
         },
         origin: header(request, "origin"),
         geo: config.behind_cloudfront.then(|| Geo {
@@ -116,7 +127,71 @@ pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) ->
             city: header(request, "cloudfront-viewer-city"),
         }),
         now: clock.now(),
+        proxy_secret: header(request, tally_core::proxy::SECRET_HEADER),
+        forwarded_for: header(request, "x-forwarded-for"),
+        forwarded_geo: header(request, tally_core::proxy::SECRET_HEADER)
+            .and_then(|_| tally_core::proxy::forwarded_geo(|name| header(request, name))),
     }
+}
+
+/// The visitor a site's proven proxy forwards: its address and geography.
+#[derive(Debug, Clone)]
+pub struct Forwarded {
+    ip: String,
+    geo: Option<(String, Option<String>, Option<String>)>,
+}
+
+impl<'a> Facts<'a> {
+    /// The same request as the forwarded visitor's: its address (for the
+    /// hash, the signals, the budgets and the exclusions), its geography
+    /// (none when the proxy forwarded none: the viewer headers name the
+    /// proxy), and headers read as forwarded.
+    fn forwarded<'b>(&self, f: &'b Forwarded) -> Facts<'b>
+    where
+        'a: 'b,
+    {
+        Facts {
+            ip: f.ip.clone(),
+            geo: f.geo.as_ref().map(|(country, region, city)| Geo {
+                country: Some(country),
+                region: region.as_deref(),
+                city: city.as_deref(),
+            }),
+            headers: headers::RequestHeaders {
+                forwarded: true,
+                ..self.headers
+            },
+            ..self.clone()
+        }
+    }
+}
+
+/// Step 2, last: whether the request is the site's proven proxy
+/// ([`tally_core::proxy::Proxy::proves`]: its secret, from one of its
+/// networks when it lists any) and whom it forwards. Anything else (no
+/// secret, a wrong one, no site, no forwarded address) is the request as
+/// it arrived: `X-Forwarded-For` is never read without the proof.
+pub async fn forwarded<S: IngestStore>(
+    store: &S,
+    facts: &Facts<'_>,
+    hit: &Hit,
+) -> Option<Forwarded> {
+    let secret = facts.proxy_secret?;
+    let site = match &hit.site {
+        SiteRef::Id(id) if !valid_site_id(id) => return None,
+        SiteRef::Id(id) => store.site(id).await,
+        SiteRef::Domain(domain) => store.site_for_domain(domain).await,
+    };
+    let site = site.ok()??;
+    let proxy = site.proxy.as_ref()?;
+    if !proxy.proves(secret, &facts.ip, facts.now) {
+        return None;
+    }
+    let ip = tally_core::proxy::forwarded_client(facts.forwarded_for?, proxy)?;
+    Some(Forwarded {
+        ip,
+        geo: facts.forwarded_geo.clone(),
+    })
 }
 
 /// Steps 3–11 for one parsed hit: the verdict, counted and logged.
@@ -145,6 +220,11 @@ async fn steps<S: IngestStore>(
     facts: &Facts<'_>,
     hit: &Hit,
 ) -> Result<Verdict, Verdict> {
+    let proxied = forwarded(store, facts, hit).await;
+    let facts = &match &proxied {
+        Some(f) => facts.forwarded(f),
+        None => facts.clone(),
+    };
     let client = facts.client();
     screen(config, facts, hit)?;
     let site = site_check(store, hit, &client).await?;
@@ -160,6 +240,14 @@ async fn steps<S: IngestStore>(
     let started = std::time::Instant::now();
     let verdict = write(store, &key, &stored, ttl).await;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
+    if matches!(verdict, Ok(Verdict::Duplicate))
+        && hit.kind == HitKind::PageView
+        && config.bots.rate.is_some()
+    {
+        // A retried beacon is one page view, not two: the visitor's rate
+        // gets back what its retry took.
+        config.give_back_rate(&rate_key(config, facts, hit), facts.now);
+    }
     if let Err(Verdict::Failed(StoreError::KeyThrottled)) = &verdict {
         // The instant now (the SDK spent its retries): a change is in
         // force from just before it is written.

@@ -619,9 +619,29 @@ async fn authorize<S: QueryStore>(
     }
     let record = store.api_key(site_id, &hash).await?;
     let scope = record.as_ref().map(|r| r.scope).unwrap_or_default();
+    let maker = record.as_ref().and_then(|r| r.owner.clone());
     if !valid_for(record) {
         return Err(AuthError::Invalid.into());
     }
+    // A key does no more than its maker may today: a removed maker's key
+    // is refused like a revoked one, a demoted maker's reads.
+    let scope = match maker {
+        None => scope,
+        Some(uid) => {
+            let instance_owner = store.user(&uid).await?.is_some_and(|u| u.instance_owner);
+            let membership = if instance_owner {
+                None
+            } else {
+                store.membership(site_id, &uid).await?
+            };
+            scope
+                .capped_by(tally_core::account::role::site_role(
+                    instance_owner,
+                    membership,
+                ))
+                .ok_or(AuthError::Invalid)?
+        }
+    };
     let site = store
         .site(site_id)
         .await?

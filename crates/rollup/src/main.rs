@@ -19,7 +19,7 @@ async fn main() -> Result<(), Error> {
     };
     // Traffic alerts post webhooks with this client (the system's roots);
     // without it only their email channel could work, so the step is off.
-    let webhooks = match tally_rollup::webhook::Webhooks::new() {
+    let webhooks = match tally_rollup::webhook::Webhooks::new(false) {
         Ok(w) => Some(Arc::new(w)),
         Err(e) => {
             tracing::error!(error = %e, "traffic alerts are off");

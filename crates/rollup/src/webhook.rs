@@ -6,24 +6,105 @@
 //! the status is read, never the body. Plain `http` is only ever reached
 //! for URLs `tally_core::alert::check_url` let through (this machine, in
 //! `tally dev` and tests).
+//!
+//! Nothing inside is reached (issue 29, item 2): the host is checked again
+//! at connect time (`tally_core::outbound::check_host`, an address literal
+//! by `special_purpose`), its name is resolved once by [`Guarded`], which
+//! refuses the whole answer when any address in it is internal or
+//! special-purpose, and the connector connects to the addresses that
+//! answer holds: no second resolution, so a name cannot rebind between
+//! the check and the connect. Only `Webhooks::new(true)` (`tally dev`,
+//! tests) lets loopback through.
 
 use crate::alerts::{PostFuture, Poster};
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::dns::Name;
 use hyper_util::rt::TokioExecutor;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tally_core::outbound::{check_host, special_purpose};
 
 /// How long a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a whole request (connect, send, the response's head) may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A name's addresses, as the system's resolver (or a test's) answers.
+pub type LookupFuture = Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send>>;
+
+/// Resolves host names.
+pub trait Lookup: Send + Sync {
+    /// Every address of `host`.
+    fn lookup(&self, host: &str) -> LookupFuture;
+}
+
+/// The system's resolver.
+#[derive(Debug, Clone, Copy)]
+pub struct System;
+
+impl Lookup for System {
+    fn lookup(&self, host: &str) -> LookupFuture {
+        let host = host.to_owned();
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .map(|a| a.ip())
+                .collect())
+        })
+    }
+}
+
+/// The connector's resolver: one lookup, and the whole answer refused
+/// when any address in it is special-purpose (unless `allow_local`).
+#[derive(Clone)]
+pub struct Guarded {
+    lookup: Arc<dyn Lookup>,
+    allow_local: bool,
+}
+
+impl tower_service::Service<Name> for Guarded {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let lookup = self.lookup.clone();
+        let allow_local = self.allow_local;
+        Box::pin(async move {
+            let addrs = lookup.lookup(name.as_str()).await?;
+            let refused =
+                addrs.is_empty() || (!allow_local && addrs.iter().any(|ip| special_purpose(*ip)));
+            if refused {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    "an internal address",
+                ));
+            }
+            Ok(addrs
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, 0))
+                .collect::<Vec<_>>()
+                .into_iter())
+        })
+    }
+}
+
 /// Posts JSON to webhook URLs.
 #[derive(Clone)]
 pub struct Webhooks {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector<Guarded>>, Full<Bytes>>,
+    allow_local: bool,
 }
 
 impl std::fmt::Debug for Webhooks {
@@ -38,9 +119,19 @@ impl std::fmt::Debug for Webhooks {
 pub struct ClientError(String);
 
 impl Webhooks {
-    /// A client with the system's trust roots.
-    pub fn new() -> Result<Self, ClientError> {
-        let mut http = HttpConnector::new();
+    /// A client with the system's trust roots and resolver; `allow_local`
+    /// (`tally dev`, tests) lets it reach this machine.
+    pub fn new(allow_local: bool) -> Result<Self, ClientError> {
+        Self::with_lookup(Arc::new(System), allow_local)
+    }
+
+    /// The same with another resolver (tests: a name that resolves to
+    /// loopback, a rebinding one).
+    pub fn with_lookup(lookup: Arc<dyn Lookup>, allow_local: bool) -> Result<Self, ClientError> {
+        let mut http = HttpConnector::new_with_resolver(Guarded {
+            lookup,
+            allow_local,
+        });
         http.enforce_http(false);
         http.set_connect_timeout(Some(CONNECT_TIMEOUT));
         let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -52,7 +143,28 @@ impl Webhooks {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(https);
-        Ok(Self { client })
+        Ok(Self {
+            client,
+            allow_local,
+        })
+    }
+
+    /// The URL's host checked again as it is about to be reached: a name
+    /// by [`check_host`], an address literal (which no resolver sees) by
+    /// [`special_purpose`].
+    fn refuses(&self, url: &str) -> bool {
+        if self.allow_local {
+            return false;
+        }
+        match url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host().map(|h| h.to_owned()))
+        {
+            Some(url::Host::Domain(d)) => check_host(&d).is_err(),
+            Some(url::Host::Ipv4(ip)) => special_purpose(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => special_purpose(IpAddr::V6(ip)),
+            None => true,
+        }
     }
 }
 
@@ -64,6 +176,9 @@ impl Poster for Webhooks {
         body: String,
     ) -> PostFuture<'a> {
         Box::pin(async move {
+            if self.refuses(url) {
+                return Err("refused: an internal address".to_owned());
+            }
             let mut request = hyper::Request::post(url)
                 .header("content-type", "application/json")
                 .header("user-agent", "Tally-Alerts/1");

@@ -2,6 +2,8 @@
 //! adversarial probe did to a live stack and asserting what holds now:
 //! - [`ingest`]: bounded events at both doors;
 //! - [`job`]: a job that never stalls on one site's data;
+//! - [`proxy`]: proxied and server-side tracking counted per forwarded
+//!   visitor, only with the site's proxy secret (issue 29);
 //! - [`query`]: query cost bounded by its input, limits that hold under
 //!   concurrency and across instances;
 //! - [`transfer`]: exports, imports and downloads.
@@ -12,5 +14,6 @@
 
 mod ingest;
 mod job;
+mod proxy;
 mod query;
 mod transfer;

@@ -31,6 +31,21 @@ pub const ACCOUNT_WINDOW_MS: Millis = HOUR_MS;
 /// they are asked to wait.
 pub const ACCOUNT_LIMIT: u32 = 100;
 
+/// Failed API-key guesses a network may make at the console in a minute
+/// (the query function's default too).
+pub const KEY_GUESSES_PER_MINUTE: u32 = 20;
+
+/// The window a key check from `network` takes a unit from.
+pub fn key_window(network: &str, now: Millis) -> Window {
+    let scope = Scope::KeyNetwork {
+        network: network.to_owned(),
+    };
+    Window {
+        start: window_start(now, scope.window_ms()),
+        scope,
+    }
+}
+
 /// What a window counts.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
@@ -51,6 +66,12 @@ pub enum Scope {
         /// The account.
         account: String,
     },
+    /// API keys guessed from one network (the console's key guard; the
+    /// query function keeps its own per instance).
+    KeyNetwork {
+        /// The keyed network hash.
+        network: String,
+    },
     /// One account from one browser that logged in to it before.
     AccountDevice {
         /// The account.
@@ -68,6 +89,7 @@ impl Scope {
                 format!("ACCOUNT#{account}#NET#{network}")
             }
             Self::Network { network } => format!("NET#{network}"),
+            Self::KeyNetwork { network } => format!("KEYNET#{network}"),
             Self::Account { account } => format!("ACCOUNT#{account}"),
             Self::AccountDevice { account, device } => format!("ACCOUNT#{account}#DEV#{device}"),
         }
@@ -77,6 +99,7 @@ impl Scope {
     pub fn window_ms(&self) -> Millis {
         match self {
             Self::Account { .. } => ACCOUNT_WINDOW_MS,
+            Self::KeyNetwork { .. } => MINUTE_MS,
             _ => WINDOW_MS,
         }
     }
@@ -87,6 +110,7 @@ impl Scope {
             Self::AccountNetwork { .. } | Self::AccountDevice { .. } => ACCOUNT_NETWORK_LIMIT,
             Self::Network { .. } => NETWORK_LIMIT,
             Self::Account { .. } => ACCOUNT_LIMIT,
+            Self::KeyNetwork { .. } => KEY_GUESSES_PER_MINUTE,
         }
     }
 }

@@ -146,11 +146,34 @@ impl KeyScope {
     pub fn records_conversions(self) -> bool {
         self == Self::Write
     }
+
+    /// The scope a key acts with now, given its maker's current role on
+    /// the site (`None`: removed, or the maker's account is gone): a key
+    /// never does more than the person who made it may do today. A
+    /// viewer's keys read; a removed maker's keys do nothing (`None`).
+    /// Keys made without a maker (the CLI's, an operator's) keep theirs.
+    pub fn capped_by(self, maker: Option<Role>) -> Option<KeyScope> {
+        match maker? {
+            Role::Viewer => Some(Self::Read),
+            Role::Admin | Role::Owner => Some(self),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_does_no_more_than_its_maker_may_today() {
+        use KeyScope::*;
+        for scope in [Read, Configure, Write] {
+            assert_eq!(scope.capped_by(None), None, "{scope:?}, maker removed");
+            assert_eq!(scope.capped_by(Some(Role::Viewer)), Some(Read), "{scope:?}");
+            assert_eq!(scope.capped_by(Some(Role::Admin)), Some(scope));
+            assert_eq!(scope.capped_by(Some(Role::Owner)), Some(scope));
+        }
+    }
 
     /// The matrix of the design, row by row.
     #[test]

@@ -44,6 +44,11 @@ pub struct RequestHeaders<'a> {
     pub sec_ch_ua_mobile: Option<&'a str>,
     /// `Sec-CH-UA-Platform`.
     pub sec_ch_ua_platform: Option<&'a str>,
+    /// Forwarded by the site's proven proxy or server-side sender
+    /// ([`crate::proxy`]): a header it did not forward (`Accept-Language`
+    /// from a backend) is not held against it; every header it did
+    /// forward is checked.
+    pub forwarded: bool,
 }
 
 /// Which rule a request broke.
@@ -86,7 +91,7 @@ impl HeaderSignal {
 /// The first rule `h` breaks, if any.
 pub fn check(h: &RequestHeaders<'_>) -> Option<HeaderSignal> {
     let ua = h.user_agent;
-    if h.accept_language.is_none_or(|v| v.trim().is_empty()) {
+    if h.accept_language.is_none_or(|v| v.trim().is_empty()) && !h.forwarded {
         return Some(HeaderSignal::NoAcceptLanguage);
     }
     let hints = h.sec_ch_ua.filter(|v| !v.trim().is_empty());
@@ -146,6 +151,7 @@ mod tests {
             sec_ch_ua: hints.map(|h| h.0),
             sec_ch_ua_mobile: hints.map(|h| h.1),
             sec_ch_ua_platform: hints.map(|h| h.2),
+            forwarded: false,
         }
     }
 
