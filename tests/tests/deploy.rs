@@ -493,6 +493,33 @@ fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
 }
 
 #[test]
+fn the_consoles_mailed_links_do_not_come_from_the_request() {
+    // Invitation and reset links start with the console's PUBLIC_URL, the
+    // same origin as the job's report links: never the Host header or
+    // X-Forwarded-Proto a client sent (issue 29).
+    let t = template();
+    let console =
+        &t["Resources"]["ConsoleFunction"]["Properties"]["Environment"]["Variables"]["PUBLIC_URL"];
+    let job =
+        &t["Resources"]["RollupFunction"]["Properties"]["Environment"]["Variables"]["PUBLIC_URL"];
+    for params in [
+        &[][..],
+        &[("PublicUrl", "https://stats.example.com")][..],
+        &[
+            ("BehindCloudFront", "true"),
+            ("PublicUrl", "https://stats.example.com"),
+        ][..],
+    ] {
+        let got = format!("{:?}", pick(&t, console, params));
+        assert_eq!(got, format!("{:?}", pick(&t, job, params)), "{params:?}");
+        assert!(
+            got.contains("execute-api") || got.contains("PublicUrl"),
+            "{params:?}: {got}"
+        );
+    }
+}
+
+#[test]
 fn the_jobs_report_links_point_at_the_console() {
     // The job mails reports whose links (dashboard, unsubscribe) start with
     // its PUBLIC_URL: PublicUrl when given, else the API's execute-api

@@ -94,7 +94,7 @@ pub async fn create_user(
     instance_owner: bool,
     now: i64,
 ) -> anyhow::Result<User> {
-    let email = record::normalize_email(email).context("that is not an email address")?;
+    let email = record::valid_email(email).context("that is not an email address")?;
     let phc = password::hash(password, &random::<16>()?)?;
     let user = User {
         id: token::user_id_from_bytes(&random::<8>()?),

@@ -151,8 +151,8 @@ pub async fn run(command: ReportCommand, target: &Target) -> anyhow::Result<()> 
             }
         }
         ReportCommand::Remove { site, email } => {
-            let email = tally_core::account::record::normalize_email(&email)
-                .context("not an email address")?;
+            let email =
+                tally_core::account::record::valid_email(&email).context("not an email address")?;
             if !store.delete_report_subscription(&site, &email).await? {
                 bail!("no such recipient on site {site:?}");
             }

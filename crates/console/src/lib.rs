@@ -12,8 +12,9 @@
 //!   only) → 201 `{link, token: "tr_…", mailed, expires}`, a link
 //!   `{origin}/console#reset=tr_…` good once for 24 h;
 //!   `POST password/forgot {email}` → 202 `{ok: true, mail}` whatever the
-//!   email (`mail`: whether the instance sends mail at all), a link good
-//!   once for 1 h mailed when a user has it; `POST password/reset {token,
+//!   email (`mail`: whether the instance sends mail at all), in no less
+//!   than 400 ms either way, a link good once for 1 h mailed when a user
+//!   has it; `POST password/reset {token,
 //!   password}` → `{ok: true}` (410 `reset_invalid`: used, replaced or
 //!   expired; 400 `weak_password`), every session of the user ended, no
 //!   one signed in; `POST password/change {current, new}` (signed in) →

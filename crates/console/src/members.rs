@@ -28,7 +28,7 @@ use crate::site_store::SiteStore;
 use crate::sites::public_origin;
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
-use tally_core::account::record::{INVITE_MS, normalize_email};
+use tally_core::account::record::{INVITE_MS, valid_email};
 use tally_core::account::{Action, AuditAction, Invite, Membership, Role, User, token};
 use tally_store::accounts::AuditLog;
 
@@ -194,7 +194,7 @@ pub async fn invite<S: SiteStore>(
         .email
         .as_deref()
         .map(|e| {
-            normalize_email(e)
+            valid_email(e)
                 .ok_or_else(|| ConsoleError::bad_request("invalid_email", "not an email address"))
         })
         .transpose()?;
@@ -333,7 +333,7 @@ pub async fn accept<S: SiteStore>(
                 .email
                 .as_deref()
                 .or(invite.email.as_deref())
-                .and_then(normalize_email)
+                .and_then(valid_email)
                 .ok_or_else(|| ConsoleError::bad_request("invalid_email", "give your email"))?;
             if !for_email(&email) {
                 return Err(ConsoleError::forbidden(

@@ -166,6 +166,26 @@ pub async fn forgot<S: ConsoleStore>(
     check_origin(request)?;
     let body: ForgotRequest = body::parse(request, config.max_body)?;
     let email = email(&body.email)?;
+    // Every answer takes at least FORGOT_FLOOR, mailed or not, so its time
+    // does not tell a registered address from another.
+    let floor = tokio::time::Instant::now() + FORGOT_FLOOR;
+    let answer = forgot_for(store, config, request, &email, now).await;
+    tokio::time::sleep_until(floor).await;
+    answer
+}
+
+/// The least time `password/forgot` answers in: longer than making and
+/// mailing a link usually takes (a token write and one SES call).
+pub const FORGOT_FLOOR: std::time::Duration = std::time::Duration::from_millis(400);
+
+async fn forgot_for<S: ConsoleStore>(
+    store: &S,
+    config: &Config,
+    request: &Request,
+    email: &str,
+    now: Millis,
+) -> Result<Response<Body>, ConsoleError> {
+    let email = email.to_owned();
     let user = store.user_by_email(&email).await?;
     // Counted like a login, in windows of their own; never given back.
     let account = format!("reset:{}", guard::account_of(user.as_ref(), &email));

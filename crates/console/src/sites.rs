@@ -55,11 +55,12 @@ pub fn public_origin(configured: Option<&str>, request: &Request) -> String {
     let loopback = ["localhost", "127.0.0.1", "[::1]"]
         .iter()
         .any(|h| host == *h || host.starts_with(&format!("{h}:")));
-    let scheme = crate::auth::header(request, "x-forwarded-proto").unwrap_or(if loopback {
-        "http"
-    } else {
-        "https"
-    });
+    // Only the two schemes a link can have: anything else a client wrote
+    // in the header is ignored.
+    let scheme = crate::auth::header(request, "x-forwarded-proto")
+        .map(str::trim)
+        .filter(|p| matches!(*p, "http" | "https"))
+        .unwrap_or(if loopback { "http" } else { "https" });
     format!("{scheme}://{host}")
 }
 

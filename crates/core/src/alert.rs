@@ -759,8 +759,7 @@ impl AlertSpec {
         if let Some(emails) = self.emails {
             let mut list = Vec::new();
             for e in emails {
-                let e =
-                    crate::account::record::normalize_email(&e).ok_or(AlertConfigError::Email)?;
+                let e = crate::account::record::valid_email(&e).ok_or(AlertConfigError::Email)?;
                 if !list.contains(&e) {
                     list.push(e);
                 }

@@ -112,7 +112,10 @@ impl AnnotationSpec {
         now: Millis,
     ) -> Result<Annotation, AnnotationError> {
         let date = crate::zone::parse_date(self.date.trim()).ok_or(AnnotationError::BadDate)?;
-        let text = self.text.trim();
+        // Bidi controls and zero-width characters go (a chart label that
+        // reverses or hides part of itself is a spoof).
+        let text = crate::text::neutralise(self.text.trim());
+        let text = text.trim();
         if text.is_empty() {
             return Err(AnnotationError::Empty);
         }
@@ -173,9 +176,14 @@ mod tests {
                 "annotation_too_long",
             ),
             (spec("2026-03-01", "a\u{7}b"), "invalid_text"),
+            (spec("2026-03-01", "\u{202E}\u{200B}"), "empty_annotation"),
         ] {
             assert_eq!(bad.build(1, "u", 0).unwrap_err().code(), code);
         }
+        let spoof = spec("2026-03-01", "launch \u{202E}gpj.exe")
+            .build(1, "u", 0)
+            .unwrap();
+        assert_eq!(spoof.text, "launch gpj.exe");
         let mine = AnnotationSpec {
             personal: true,
             ..spec("2026-03-01", "x")

@@ -47,7 +47,9 @@ pub enum ConversionError {
     #[error("{0}")]
     Body(String),
     /// The order id is empty, too long or holds control characters.
-    #[error("order_id must be 1 to 128 bytes without control characters")]
+    #[error(
+        "order_id must be 1 to 128 bytes without control or invisible (bidi, zero-width) characters"
+    )]
     InvalidOrderId,
     /// The currency is not an ISO 4217 code.
     #[error("unknown currency: use an ISO 4217 code such as EUR or USD")]
@@ -132,10 +134,16 @@ pub fn parse(body: &[u8]) -> Result<ConversionSpec, ConversionError> {
     if order_id.is_empty()
         || order_id.len() > MAX_ORDER_ID_BYTES
         || order_id.chars().any(char::is_control)
+        || order_id.chars().any(crate::text::is_invisible)
     {
         return Err(ConversionError::InvalidOrderId);
     }
     let text = match &body.amount {
+        // A decimal string as documented: digits, one point; no sign
+        // (a `+5` is refused, as a negative one is).
+        serde_json::Value::String(s) if s.starts_with('+') => {
+            return Err(ConversionError::InvalidAmount);
+        }
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Number(n) => n.to_string(),
         _ => return Err(ConversionError::InvalidAmount),
@@ -547,7 +555,7 @@ mod tests {
     #[test]
     fn bodies_are_checked_before_anything_is_stored() {
         let ok = |b: &str| parse(b.as_bytes());
-        let table: [(&str, Want); 16] = [
+        let table: [(&str, Want); 18] = [
             (
                 r#"{"order_id":"A1","amount":"19.99","currency":"eur"}"#,
                 Ok(("19.99", "EUR")),
@@ -591,6 +599,14 @@ mod tests {
             (
                 r#"{"order_id":"A1","amount":"abc","currency":"EUR"}"#,
                 Err("invalid_amount"),
+            ),
+            (
+                r#"{"order_id":"A1","amount":"+5","currency":"EUR"}"#,
+                Err("invalid_amount"),
+            ),
+            (
+                r#"{"order_id":"A\u202e1","amount":"5","currency":"EUR"}"#,
+                Err("invalid_order_id"),
             ),
             (
                 r#"{"order_id":"A1","amount":"1","currency":"EURO"}"#,

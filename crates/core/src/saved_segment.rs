@@ -140,7 +140,8 @@ impl SegmentSpec {
     /// The segment it describes: `id` from the caller's randomness (0 is
     /// taken as 1), made by `creator` (a user id when personal).
     pub fn build(&self, id: u32, creator: &str, now: Millis) -> Result<SavedSegment, SegmentError> {
-        let name = self.name.trim();
+        let name = crate::text::neutralise(self.name.trim());
+        let name = name.trim();
         if name.is_empty() || name.chars().count() > MAX_NAME || crate::text::has_controls(name) {
             return Err(SegmentError::BadName);
         }

@@ -10,7 +10,7 @@
 //! the job's send mark ([`SendState`]), passed in.
 
 use crate::Millis;
-use crate::account::record::normalize_email;
+use crate::account::record::valid_email;
 use crate::range::DateRange;
 use crate::zone::Zone;
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,7 @@ impl Kind {
 /// One recipient's reports of a site (stored as one site item).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Subscription {
-    /// The recipient, normalised ([`normalize_email`]).
+    /// The recipient, normalised ([`valid_email`]).
     pub email: String,
     /// Gets the weekly report.
     pub weekly: bool,
@@ -135,7 +135,7 @@ impl SubscriptionSpec {
         existing: &[Subscription],
         now: Millis,
     ) -> Result<Subscription, SubscriptionError> {
-        let email = normalize_email(&self.email).ok_or(SubscriptionError::InvalidEmail)?;
+        let email = valid_email(&self.email).ok_or(SubscriptionError::InvalidEmail)?;
         if !self.weekly && !self.monthly {
             return Err(SubscriptionError::NoKind);
         }
