@@ -310,3 +310,55 @@ async fn trusted_and_client_revenue_are_reported_apart() {
         (400, Some("invalid_limit"))
     );
 }
+
+/// Issue 29: a key records at most `CONVERSIONS_PER_MINUTE` conversions a
+/// minute (per instance): the next is 429 `rate_limited` with nothing
+/// stored, another key is not held back, and the next minute the key
+/// records again.
+#[tokio::test]
+async fn a_key_past_its_conversions_a_minute_gets_429_and_nothing_stored() {
+    use tally_query::config::CONVERSIONS_PER_MINUTE;
+    let h = Harness::start().await;
+    let site = Site::new(SITE, &[SITE.into()], "UTC", 0).unwrap();
+    h.store.create_site(&site).await.unwrap();
+    let first = tally_tests::write_key(&h.store, SITE, 9).await;
+    let second = tally_tests::write_key(&h.store, SITE, 10).await;
+    let query = DynamoQuery::new(h.store.clone());
+    let config = Config::default();
+    let minute = utc_midnight(date!(2026 - 03 - 02)) + 10 * HOUR_MS;
+    let post = |key: String, order: String, at: i64| {
+        let request = http::Request::builder()
+            .method("POST")
+            .uri(format!("/api/sites/{SITE}/conversions"))
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .body(lambda_http::Body::Text(body(&order, "1.00", "EUR")))
+            .unwrap();
+        let clock = ManualClock::at(at);
+        let (query, config) = (&query, &config);
+        async move {
+            tally_tests::status_and_json(
+                tally_query::handle_with(query, &clock, config, request).await,
+            )
+        }
+    };
+    let limit = CONVERSIONS_PER_MINUTE as usize;
+    for n in 0..limit {
+        let (status, body) = post(first.clone(), format!("K1-{n}"), minute + n as i64).await;
+        assert_eq!(status, 201, "{n}: {body}");
+    }
+    let (status, body) = post(first.clone(), "K1-over".into(), minute + 59_000).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (429, Some("rate_limited")),
+        "{body}"
+    );
+    assert_eq!(stored(&h).await.len(), limit);
+    let (status, _) = post(second, "K2-0".into(), minute + 59_000).await;
+    assert_eq!(status, 201);
+    let (status, _) = post(first, "K1-next".into(), minute + MINUTE_MS).await;
+    assert_eq!(status, 201);
+    let items = stored(&h).await;
+    assert_eq!(items.len(), limit + 2);
+    assert!(!items.contains_key("ORDER#K1-over"));
+}

@@ -26,6 +26,11 @@ pub const DEFAULT_FOLD_BUDGET: Duration = Duration::from_secs(20);
 /// instance).
 pub const SHARE_REQUESTS_PER_MINUTE: u32 = 120;
 
+/// Conversions one API key may record per minute (per instance): a busy
+/// shop's checkout stays far below it, a runaway script or a stolen key
+/// cannot fill the table.
+pub const CONVERSIONS_PER_MINUTE: u32 = 600;
+
 /// Reads one shared link may make per minute from all networks together
 /// (per instance).
 pub const SHARE_LINK_REQUESTS_PER_MINUTE: u32 = 1_200;
@@ -134,6 +139,8 @@ pub struct AuthGuard {
     /// Reads per shared link (by token hash), and per link and network,
     /// this minute.
     share_reads: std::sync::Mutex<tally_core::limit::MinuteBudget>,
+    /// Conversions recorded per key (by its hash) this minute.
+    conversions: std::sync::Mutex<tally_core::limit::MinuteBudget>,
 }
 
 /// Why a shared link may not read now.
@@ -169,6 +176,16 @@ impl AuthGuard {
             valid: Recent::default(),
             refused_tagged: Recent::default(),
             share_reads: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
+            conversions: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
+        }
+    }
+
+    /// Takes one conversion from the key's minute (`key_hash`: the key's
+    /// SHA-256): `false` past [`CONVERSIONS_PER_MINUTE`] (nothing taken).
+    pub fn take_conversion(&self, key_hash: &str, now: Millis) -> bool {
+        match self.conversions.lock() {
+            Ok(mut budget) => budget.take(key_hash, CONVERSIONS_PER_MINUTE, now),
+            Err(_) => true,
         }
     }
 

@@ -7,7 +7,8 @@
 //!   the named affiliate read (400 `unknown_affiliate`), then one
 //!   conditional PutItem: 201 `{"status":"stored"}`, or 200
 //!   `{"status":"duplicate"}` when the order id is already stored (nothing
-//!   changed, so a retry is safe).
+//!   changed, so a retry is safe); 429 `rate_limited` past
+//!   [`crate::config::CONVERSIONS_PER_MINUTE`] a minute per key.
 //! - [`summary`]: `GET …/conversions/summary?period=…`: trusted revenue
 //!   per currency, apart from the client-claimed revenue of the reports.
 //! - [`list`]: `GET …/conversions?period=…&limit=…&cursor=…`: a page in
@@ -57,6 +58,22 @@ pub(crate) async fn record<S: QueryStore>(
                 message: "recording conversions needs an API key with the write scope".into(),
             });
         }
+    }
+    // A budget per key: 429 past CONVERSIONS_PER_MINUTE, nothing read or
+    // stored.
+    let key_hash = tally_lambda::request::header(request, "authorization")
+        .and_then(|h| tally_core::auth::bearer(Some(h)).ok())
+        .map(tally_core::auth::hash_key)
+        .unwrap_or_default();
+    if !config.guard.take_conversion(&key_hash, now) {
+        return Err(ApiError {
+            status: 429,
+            code: "rate_limited",
+            message: format!(
+                "this key recorded {} conversions this minute; retry in a minute",
+                crate::config::CONVERSIONS_PER_MINUTE
+            ),
+        });
     }
     let body: &[u8] = request.body().as_ref();
     if body.len() > MAX_BODY_BYTES {
