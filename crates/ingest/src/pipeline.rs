@@ -220,10 +220,16 @@ async fn steps<S: IngestStore>(
     facts: &Facts<'_>,
     hit: &Hit,
 ) -> Result<Verdict, Verdict> {
+    // A proven proxy's visitor replaces the request's own facts; every
+    // other request goes on with them as they are (no copy per event).
     let proxied = forwarded(store, facts, hit).await;
-    let facts = &match &proxied {
-        Some(f) => facts.forwarded(f),
-        None => facts.clone(),
+    let as_forwarded;
+    let facts = match &proxied {
+        Some(f) => {
+            as_forwarded = facts.forwarded(f);
+            &as_forwarded
+        }
+        None => facts,
     };
     let client = facts.client();
     screen(config, facts, hit)?;
