@@ -728,7 +728,7 @@ async function main() {
     await ctx.close();
   });
 
-  await check('delete a site: the owner types its id; it leaves the sites list', async () => {
+  await check('delete a site: the owner types its id; it leaves the sites list for the being-deleted list', async () => {
     await owner.goto(`${http}/console#/sites/${BLOG.id}/general`);
     await view(owner, 'site-general');
     let asked = '';
@@ -739,6 +739,10 @@ async function main() {
     assert.match(asked, new RegExp(`Type ${BLOG.id}`));
     const ids = await owner.$$eval(tid('site-row'), rs => rs.map(r => r.dataset.site));
     assert.deepEqual(ids.sort(), ['demo', SITE.id].sort());
+    // Its data goes in the background: the list shows the deletion waiting.
+    const row = `${tid('deleting-row')}[data-site="${BLOG.id}"]`;
+    await owner.waitForSelector(row);
+    assert.match(await owner.textContent(`${row} ${tid('deleting-stage')}`), /starts after/);
   });
 
   await check('2FA off: the password and a current code turn it off; the next sign-in asks no code', async () => {

@@ -88,6 +88,11 @@ impl Console {
         self.harness.second_store().await
     }
 
+    /// Every item in the table (a full scan).
+    pub async fn scan(&self) -> Vec<tally_store::item::Item> {
+        self.harness.scan().await
+    }
+
     /// Answers one request: status, JSON body, headers.
     pub async fn send(&self, request: Request) -> (u16, Value, lambda_http::http::HeaderMap) {
         let response = handle(&self.store, &self.clock, &self.config, request).await;

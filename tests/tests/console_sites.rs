@@ -478,7 +478,7 @@ fn cases(f: &Fixture) -> Vec<Case> {
             format!("sites/{site}"),
             None,
             Owner,
-            200,
+            202,
             Probe::Site,
         ),
         case(

@@ -578,7 +578,7 @@ async fn the_console_is_granted_exactly_what_its_code_calls() {
             .call(&console, "DELETE", "sites/iam.example", None)
             .await
             .0,
-        200
+        202
     );
     // Passwords: a reset link made by the owner and used, one asked for
     // by email, a change.

@@ -51,11 +51,11 @@
 //!
 //! | route | role | request | response |
 //! | --- | --- | --- | --- |
-//! | `GET sites` | signed in | — | `{sites: [Site]}` |
-//! | `POST sites` | instance owner | `{domains: [..], timezone?: "UTC", id?, retention_days?, history_days?, exclude_networks?, exclude_paths?}` | 201 `Site` (the creator is its owner) |
+//! | `GET sites` | signed in | — | `{sites: [Site], deleting: [Deletion]}` (`deleting`: those the caller deleted, all to the instance owner; as `DELETE sites/{site}` answers) |
+//! | `POST sites` | instance owner | `{domains: [..], timezone?: "UTC", id?, retention_days?, history_days?, exclude_networks?, exclude_paths?}` | 201 `Site` (the creator is its owner; 409 `site_exists`, or `site_deleting` while a deleted site of that id is swept) |
 //! | `GET sites/{site}` | R | — | `Site` = `{id, domains, timezone, retention_days, history_days, exclude_networks, exclude_paths, created_at, role}` |
 //! | `PATCH sites/{site}` | C | any of `{domains, timezone, exclude_networks, exclude_paths, retention_days, history_days}` (a list replaces; `[]` clears) | `Site` |
-//! | `DELETE sites/{site}` | O | — | `{ok: true}` |
+//! | `DELETE sites/{site}` | O | — | 202 `{id, requested_at, sweep_after, stage: "waiting"\|"sweeping"\|"finishing", percent, removed}` (keys, links, members and invites at once; every other item by the job, [`tally_core::deletion`]) |
 //! | `GET sites/{site}/snippet` | R | — | `{snippet, ingest_url}` |
 //! | `GET sites/{site}/first-pageview` | R | — | `{seen: bool, hours: 3}` |
 //! | `GET sites/{site}/goals` | R | — | `{goals: [Goal]}`, `Goal` = `{id, name, rule: {type: "page", pattern, matching: "exact"\|"wildcard"\|"regex"} \| {type: "scroll", pattern, matching, depth} \| {type: "event", name} \| {type: "event_props", name, props: {key: value}}, created_at}` |

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use tally_core::Millis;
 use tally_core::account::{AuditEntry, Invite, KeyScope, Membership, Role, token};
+use tally_core::deletion::{Deletion, Stage};
 use tally_core::share::Share;
 use tally_core::site::Site;
 use tally_store::sites::ApiKeyRecord;
@@ -88,6 +89,41 @@ impl SiteBody {
 pub struct SiteList {
     /// The sites the caller may see, in id order.
     pub sites: Vec<SiteBody>,
+    /// Sites being deleted that the caller deleted (the instance owner:
+    /// all), in id order.
+    pub deleting: Vec<DeletionBody>,
+}
+
+/// A site being deleted, as `DELETE sites/{site}` answers and `GET sites`
+/// lists it.
+#[derive(Debug, Serialize)]
+pub struct DeletionBody {
+    /// The site id (not reusable until the deletion is done).
+    pub id: String,
+    /// When it was deleted.
+    pub requested_at: Millis,
+    /// When the job's sweep may start (ingest caches have forgotten it).
+    pub sweep_after: Millis,
+    /// Where it stands.
+    pub stage: Stage,
+    /// Percent of the raw hours swept.
+    pub percent: u8,
+    /// Items removed so far.
+    pub removed: u64,
+}
+
+impl DeletionBody {
+    /// The body of `deletion` at `now`.
+    pub fn of(deletion: &Deletion, now: Millis) -> Self {
+        Self {
+            id: deletion.site.id.clone(),
+            requested_at: deletion.requested_at,
+            sweep_after: deletion.requested_at + tally_core::deletion::GRACE_MS,
+            stage: deletion.stage(now),
+            percent: deletion.percent(),
+            removed: deletion.removed,
+        }
+    }
 }
 
 /// `GET sites/{site}/snippet`.

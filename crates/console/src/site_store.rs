@@ -9,6 +9,7 @@ use tally_core::Millis;
 use tally_core::account::{AuditEntry, Invite, Membership, User};
 use tally_core::annotation::Annotation;
 use tally_core::conversion::Affiliate;
+use tally_core::deletion::Deletion;
 use tally_core::funnel::Funnel;
 use tally_core::goal::Goal;
 use tally_core::saved_segment::SavedSegment;
@@ -30,8 +31,13 @@ pub trait SiteStore: ConsoleStore {
     /// Writes a site as read and changed, unless its shard plan changed
     /// meanwhile (`false`: read again).
     fn update_site(&self, site: &Site) -> impl Fut<bool>;
-    /// Deletes a site's item: whether it existed.
-    fn delete_site(&self, id: &str) -> impl Fut<bool>;
+    /// Replaces a site's item with its deletion record: whether the site
+    /// was there.
+    fn begin_deletion(&self, deletion: &Deletion) -> impl Fut<bool>;
+    /// The sites being deleted.
+    fn deletions(&self) -> impl Fut<Vec<Deletion>>;
+    /// The deletion holding an id, if any.
+    fn deletion(&self, id: &str) -> impl Fut<Option<Deletion>>;
     /// A site's goals.
     fn goals(&self, site: &str) -> impl Fut<Vec<Goal>>;
     /// Stores a goal.
@@ -120,8 +126,14 @@ impl SiteStore for Store {
     fn update_site(&self, site: &Site) -> impl Fut<bool> {
         Store::update_site(self, site)
     }
-    fn delete_site(&self, id: &str) -> impl Fut<bool> {
-        Store::delete_site(self, id)
+    fn begin_deletion(&self, deletion: &Deletion) -> impl Fut<bool> {
+        Store::begin_deletion(self, deletion)
+    }
+    fn deletions(&self) -> impl Fut<Vec<Deletion>> {
+        Store::deletions(self)
+    }
+    fn deletion(&self, id: &str) -> impl Fut<Option<Deletion>> {
+        Store::deletion(self, id)
     }
     fn goals(&self, site: &str) -> impl Fut<Vec<Goal>> {
         Store::goals(self, site)

@@ -9,15 +9,18 @@
 //! change meanwhile (read again and retried, as the CLI does).
 
 use crate::audit;
-use crate::body::{self, Done};
+use crate::body;
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
 use crate::permit::{Actor, instance_permit, signed_user, site_permit};
-use crate::site_body::{CreateSiteRequest, SeenBody, SiteBody, SiteList, SnippetBody};
+use crate::site_body::{
+    CreateSiteRequest, DeletionBody, SeenBody, SiteBody, SiteList, SnippetBody,
+};
 use crate::site_store::SiteStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::account::role::InstanceAction;
 use tally_core::account::{Action, AuditAction, Membership, Role};
+use tally_core::deletion::Deletion;
 use tally_core::site::{Site, SiteChange, SiteError, new_site, snippet};
 use tally_core::{HOUR_MS, Millis};
 use tally_store::accounts::AuditLog;
@@ -87,7 +90,16 @@ pub async fn list<S: SiteStore>(
         }
         sites
     };
-    Ok(json_response(200, &SiteList { sites }))
+    // Deletions under way: every one to the instance owner, to others
+    // those they asked for.
+    let deleting = store
+        .deletions()
+        .await?
+        .iter()
+        .filter(|d| signed.user.instance_owner || d.by == signed.user.id)
+        .map(|d| DeletionBody::of(d, now))
+        .collect();
+    Ok(json_response(200, &SiteList { sites, deleting }))
 }
 
 /// `POST sites`: instance owners only.
@@ -124,6 +136,13 @@ pub async fn create<S: SiteStore>(
             409,
             "site_exists",
             "a site with this id exists",
+        ));
+    }
+    if store.deletion(&site.id).await?.is_some() {
+        return Err(ConsoleError::new(
+            409,
+            "site_deleting",
+            "a site with this id is still being deleted; the id is free once every item of it is gone",
         ));
     }
     store.create_site(&site).await?;
@@ -215,10 +234,12 @@ pub(crate) async fn write_change<S: SiteStore, T>(
     ))
 }
 
-/// `DELETE sites/{site}`: owners only. The site item goes (ingest stops
-/// taking its events once caches expire), its keys and shared links are
-/// revoked, its members and invites removed; stored events and rollups
-/// are left to their TTL.
+/// `DELETE sites/{site}`: owners only. At once its keys and shared links
+/// are revoked, its members and invites removed, and the site item gives
+/// way to its deletion record (ingest refuses its events once caches
+/// expire, and the id cannot be taken); the job then removes every item
+/// under the site's partitions ([`tally_core::deletion`]). `202` with where
+/// the deletion stands; `GET sites` lists it until it is done.
 pub async fn delete<S: SiteStore>(
     store: &S,
     request: &Request,
@@ -226,6 +247,7 @@ pub async fn delete<S: SiteStore>(
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::DeleteSite, now).await?;
+    let by = permit.user()?.user.id.clone();
     for mut key in store.api_keys(site).await? {
         if key.revoked_at.is_none() {
             key.revoked_at = Some(now);
@@ -244,7 +266,12 @@ pub async fn delete<S: SiteStore>(
     for member in store.members(site).await? {
         store.delete_membership(site, &member.uid).await?;
     }
-    store.delete_site(site).await?;
+    let deletion = Deletion::new(permit.site.clone(), &by, now);
+    if !store.begin_deletion(&deletion).await? {
+        return Err(ConsoleError::not_found("site_not_found", "no such site"));
+    }
+    // The site's own log is swept with the rest: the instance log keeps
+    // the record of the deletion.
     let actor = permit.actor.audit_name();
     for log in [AuditLog::Instance, AuditLog::Site(site.to_owned())] {
         audit::append(
@@ -259,7 +286,7 @@ pub async fn delete<S: SiteStore>(
         .await?;
     }
     tracing::info!(event = "site_deleted", site, "site deleted");
-    Ok(json_response(200, &Done { ok: true }))
+    Ok(json_response(202, &DeletionBody::of(&deletion, now)))
 }
 
 /// `GET sites/{site}/snippet`.

@@ -3,6 +3,7 @@
 //! | item | pk | sk |
 //! | --- | --- | --- |
 //! | site | `SITES` | `SITE#{site}` |
+//! | site being deleted ([`crate::deletion`]) | `SITES` | `GONE#{site}` |
 //! | API key | `SITE#{site}` | `KEY#{sha256(key)}` |
 //! | shared link | `SITE#{site}` | `SHARE#{sha256(token)}` |
 //! | a shared link's password attempts in one minute | `SITE#{site}` | `ATTEMPTS#SHARE#{sha256(token)}#{minute}` |
@@ -149,6 +150,14 @@ pub fn parse_site_pk(pk: &str) -> Option<&str> {
 pub fn site_sk(site: &str) -> String {
     site_pk(site)
 }
+
+/// `GONE#{site}` under [`SITES_PK`]: a site being deleted, holding its id.
+pub fn deletion_sk(site: &str) -> String {
+    format!("{DELETION_PREFIX}{site}")
+}
+
+/// Sort-key prefix of deletions under [`SITES_PK`].
+pub const DELETION_PREFIX: &str = "GONE#";
 
 /// Parses [`site_sk`].
 pub fn parse_site_sk(sk: &str) -> Option<&str> {

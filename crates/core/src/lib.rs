@@ -50,6 +50,7 @@ pub mod cardinality;
 pub mod classify;
 pub mod compaction;
 pub mod conversion;
+pub mod deletion;
 pub mod dimension;
 pub mod event;
 pub mod export;

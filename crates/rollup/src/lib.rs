@@ -13,6 +13,9 @@
 //! - writes a zero rollup for a day without traffic, so it reads as covered;
 //! - never overwrites a day marked as imported (checked atomically).
 //!
+//! Then it sweeps the sites being deleted ([`deletions`]) within the same
+//! time budget.
+//!
 //! Sites run with bounded concurrency; one site's failure is reported and
 //! does not stop the others, and within a site one day's failure is
 //! reported ([`FailedDay`]) and does not stop its other days; a time budget
@@ -30,6 +33,7 @@
 
 pub mod alerts;
 pub mod compact;
+pub mod deletions;
 pub mod handler;
 pub mod quarantine;
 pub mod reports;
@@ -182,6 +186,8 @@ pub struct RunReport {
     pub oldest_unrolled_ms: Millis,
     /// Sites whose shard count changed, with the new count.
     pub resharded: Vec<(String, u16)>,
+    /// Deleted sites swept ([`deletions`]; scheduled runs only).
+    pub purged: deletions::PurgeReport,
 }
 
 /// What rolling one site did.
@@ -360,6 +366,7 @@ pub async fn run(
         .sort_by(|a, b| (&a.0, a.1.day).cmp(&(&b.0, b.1.day)));
     report.quarantined.sort();
     if scheduled {
+        report.purged = deletions::sweep_due(store, now, config.deadline).await?;
         state.failed = report.failed.iter().map(|(id, _)| id.clone()).collect();
         if report.finished {
             state.cursor = None;

@@ -85,12 +85,12 @@ fn ttl_s(at: Millis) -> i64 {
     at.div_euclid(1000) + 1
 }
 
-fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
+pub(crate) fn build<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
     built.map_err(|e| StoreError::Request(format!("build request: {e}")))
 }
 
 impl Store {
-    fn put_item(
+    pub(crate) fn put_item(
         &self,
         item: Item,
         condition: Option<&str>,
@@ -105,7 +105,7 @@ impl Store {
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
-    fn delete_item(
+    pub(crate) fn delete_item(
         &self,
         key: Item,
         condition: Option<&str>,
@@ -135,7 +135,7 @@ impl Store {
     }
 
     /// Runs a transaction: `Ok(false)` when a condition failed.
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<bool, StoreError> {
+    pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<bool, StoreError> {
         let result = self
             .client
             .transact_write_items()

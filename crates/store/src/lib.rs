@@ -18,6 +18,7 @@
 //! - [`saved`]: a site's saved segments and annotations.
 //! - [`conversions`]: trusted conversions (one conditional PutItem per
 //!   order id) and affiliates.
+//! - [`deletions`]: sites being deleted, and clearing a partition.
 //! - [`salt`]: the shared daily salt with its cache and local fallback.
 //! - [`accounts`]: the console's users, sessions, memberships, invites,
 //!   setup tokens, settings, audit entries and guess windows.
@@ -31,6 +32,7 @@ pub mod bots;
 pub mod client;
 pub mod clock;
 pub mod conversions;
+pub mod deletions;
 pub mod detail;
 pub mod env;
 pub mod error;

@@ -40,6 +40,32 @@ impl Store {
         &self,
         pk: &str,
         sort_keys: SortKeys<'_>,
+        each: impl FnMut(Vec<Item>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.query_pages_of(pk, sort_keys, false, each).await
+    }
+
+    /// The keys (`pk` and `sk` only) of the items of partition `pk` whose
+    /// sort key matches, strongly consistent, all pages.
+    pub(crate) async fn query_keys(
+        &self,
+        pk: &str,
+        sort_keys: SortKeys<'_>,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut out = Vec::new();
+        self.query_pages_of(pk, sort_keys, true, |items| {
+            out.extend(items);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    async fn query_pages_of(
+        &self,
+        pk: &str,
+        sort_keys: SortKeys<'_>,
+        keys_only: bool,
         mut each: impl FnMut(Vec<Item>) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         let mut start = None;
@@ -51,6 +77,9 @@ impl Store {
                 .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
                 .set_exclusive_start_key(start)
                 .return_consumed_capacity(ReturnConsumedCapacity::Total);
+            if keys_only {
+                query = query.projection_expression("pk, sk").consistent_read(true);
+            }
             query = match sort_keys {
                 SortKeys::All => query.key_condition_expression("pk = :pk"),
                 SortKeys::Prefix(prefix) => query

@@ -284,7 +284,7 @@ impl Store {
         }
     }
 
-    async fn batch_write(&self, requests: Vec<WriteRequest>) -> Result<(), StoreError> {
+    pub(crate) async fn batch_write(&self, requests: Vec<WriteRequest>) -> Result<(), StoreError> {
         for chunk in requests.chunks(BATCH_WRITE_ITEMS) {
             let mut pending = chunk.to_vec();
             let mut round = 0;

@@ -71,14 +71,14 @@ impl ApiKeyRecord {
 }
 
 impl Store {
-    /// Creates a site; fails with `Request` if the id is taken.
+    /// Creates a site; fails with `Request` if the id is taken, by a site
+    /// or by one still being deleted ([`tally_core::deletion`]).
     pub async fn create_site(&self, site: &Site) -> Result<(), StoreError> {
-        let item = with_keys(site, SITES_PK.to_owned(), keys::site_sk(&site.id), None)?;
-        if self.put_if(item, "attribute_not_exists(pk)").await? {
+        if self.create_site_if_free(site).await? {
             Ok(())
         } else {
             Err(StoreError::Request(format!(
-                "site {:?} already exists",
+                "site {:?} already exists or is still being deleted",
                 site.id
             )))
         }
@@ -98,12 +98,6 @@ impl Store {
             .condition_expression(condition)
             .set_expression_attribute_values(values);
         condition_held(put.send().await)
-    }
-
-    /// Deletes a site's item (ingest refuses its events from then on, once
-    /// caches expire): whether it existed.
-    pub async fn delete_site(&self, id: &str) -> Result<bool, StoreError> {
-        self.delete_existing(key(SITES_PK, keys::site_sk(id))).await
     }
 
     /// Replaces the shard plan of `site` (as read) with `plan`

@@ -1,5 +1,6 @@
 //! Issue 18's attacks, one module per room, each reproducing what an
 //! adversarial probe did to a live stack and asserting what holds now:
+//! - [`deletion`]: deleting a site removes every item of it (issue 29);
 //! - [`ingest`]: bounded events at both doors;
 //! - [`job`]: a job that never stalls on one site's data;
 //! - [`proxy`]: proxied and server-side tracking counted per forwarded
@@ -12,6 +13,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod deletion;
 mod ingest;
 mod job;
 mod proxy;
