@@ -356,7 +356,7 @@ async function main() {
   });
 
   let key;
-  await check('API keys: a key is shown once', async () => {
+  await check('API keys: a key is shown once, with its maker', async () => {
     await owner.click(tid('tab-keys'));
     await view(owner, 'site-keys');
     await owner.fill(tid('key-label'), 'e2e');
@@ -364,6 +364,8 @@ async function main() {
     key = (await owner.textContent(tid('key-secret'))).trim();
     assert.ok(key.length > 20, key);
     await owner.waitForSelector(tid('key-row'));
+    const makers = await owner.$$eval(tid('key-maker'), cs => cs.map(c => c.textContent));
+    assert.ok(makers.includes(OWNER.email.toLowerCase()), JSON.stringify(makers));
   });
 
   await check('shared links: a link made in the UI is shown once and reads the site', async () => {

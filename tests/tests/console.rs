@@ -516,3 +516,37 @@ async fn logs_hold_no_secret() {
         b.csrf.as_deref().unwrap(),
     ]);
 }
+
+/// A user holds at most `caps::MAX_SESSIONS` sessions (issue 29, item 4):
+/// signing in once more ends the least recently used, so logins in a loop
+/// cannot grow a user's partition without bound.
+#[tokio::test]
+async fn the_twenty_first_sign_in_ends_the_least_recently_used_session() {
+    use tally_core::account::caps::MAX_SESSIONS;
+    let console = Console::start().await;
+    let mut first = owner(&console).await;
+    let mut browsers = Vec::new();
+    for n in 1..MAX_SESSIONS {
+        console.clock.advance(1_000);
+        let mut b = Browser::new("198.51.100.1");
+        let (status, body) = b.login(&console, "owner@example.com", PASSWORD).await;
+        assert_eq!(status, 200, "{n}: {body}");
+        browsers.push(b);
+    }
+    // `first` is used after a while (its `last_seen` written every ten
+    // minutes): the first login after it is now the least recently used.
+    console.clock.advance(11 * MINUTE_MS);
+    assert_eq!(first.call(&console, "GET", "me", None).await.0, 200);
+    let (_, list) = first.call(&console, "GET", "sessions", None).await;
+    assert_eq!(list["sessions"].as_array().unwrap().len(), MAX_SESSIONS);
+    let mut one_more = Browser::new("198.51.100.1");
+    let (status, _) = one_more
+        .login(&console, "owner@example.com", PASSWORD)
+        .await;
+    assert_eq!(status, 200);
+    let (_, list) = one_more.call(&console, "GET", "sessions", None).await;
+    assert_eq!(list["sessions"].as_array().unwrap().len(), MAX_SESSIONS);
+    assert_eq!(browsers[0].call(&console, "GET", "me", None).await.0, 401);
+    assert_eq!(first.call(&console, "GET", "me", None).await.0, 200);
+    assert_eq!(browsers[1].call(&console, "GET", "me", None).await.0, 200);
+}

@@ -1446,7 +1446,7 @@ async fn personal_segments_are_their_makers_and_locked_ones_stay() {
     }
     let (status, _) = rig
         .call(
-            Caller::Owner,
+            Caller::Admin,
             Some(&f),
             "DELETE",
             &format!("{path}/{mine_id}"),
@@ -1455,7 +1455,7 @@ async fn personal_segments_are_their_makers_and_locked_ones_stay() {
         .await;
     assert_eq!(
         status, 404,
-        "another's personal segment does not exist for them"
+        "another's personal segment does not exist for an admin"
     );
     let shares = format!("sites/{}/shares", f.site);
     let (status, body) = rig
@@ -1648,5 +1648,228 @@ async fn email_report_recipients_from_the_console() {
     assert_eq!(
         (status, error_code(&body).unwrap_or_default()),
         (404, "recipient_not_found")
+    );
+}
+
+/// Caps nobody can exhaust for others (issue 29, item 4): a viewer who
+/// fills their personal segments and annotations is refused, while an
+/// admin still adds site-wide ones; the owner lists and removes the
+/// viewer's items, and removing the viewer removes the rest. Live keys are
+/// capped per site, and a user's sessions: the 21st sign-in ends the
+/// least recently used.
+#[tokio::test]
+async fn a_viewer_cannot_fill_the_site_and_their_items_go_with_them() {
+    use tally_core::account::caps::MAX_LIVE_KEYS;
+    use tally_core::annotation::MAX_PERSONAL_ANNOTATIONS;
+    use tally_core::saved_segment::MAX_PERSONAL_SEGMENTS;
+    let rig = Rig::start().await;
+    let f = rig.fixture(1).await;
+    let viewer = rig.user_of(Caller::Viewer).id.clone();
+    let segments = format!("sites/{}/segments", f.site);
+    let annotations = format!("sites/{}/annotations", f.site);
+    for n in 0..MAX_PERSONAL_SEGMENTS {
+        let body = json!({"name": format!("Mine {n}"), "filter": "country==DE", "personal": true});
+        let (status, answer) = rig
+            .call(Caller::Viewer, Some(&f), "POST", &segments, Some(body))
+            .await;
+        assert_eq!(status, 201, "{n}: {answer}");
+    }
+    for n in 0..MAX_PERSONAL_ANNOTATIONS {
+        let body = json!({"date": "2026-03-01", "text": format!("note {n}"), "personal": true});
+        let (status, answer) = rig
+            .call(Caller::Viewer, Some(&f), "POST", &annotations, Some(body))
+            .await;
+        assert_eq!(status, 201, "{n}: {answer}");
+    }
+    for (path, body, code) in [
+        (
+            &segments,
+            json!({"name": "One more", "filter": "country==DE", "personal": true}),
+            "too_many_personal_segments",
+        ),
+        (
+            &annotations,
+            json!({"date": "2026-03-02", "text": "one more", "personal": true}),
+            "too_many_personal_annotations",
+        ),
+    ] {
+        let (status, answer) = rig
+            .call(Caller::Viewer, Some(&f), "POST", path, Some(body))
+            .await;
+        assert_eq!((status, error_code(&answer)), (409, Some(code)), "{path}");
+    }
+    // The admin's site-wide items are not blocked.
+    let (status, answer) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &segments,
+            Some(json!({"name": "Site-wide", "filter": "country==FR"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let (status, answer) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &annotations,
+            Some(json!({"date": "2026-03-02", "text": "admin note"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+
+    // The owner sees every member's personal items when asking, and
+    // removes one; nobody else may ask.
+    let everyone = format!("{segments}?everyone=true");
+    let (status, all) = rig
+        .call(Caller::Owner, Some(&f), "GET", &everyone, None)
+        .await;
+    assert_eq!(status, 200);
+    let theirs: Vec<String> = all["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["owner"] == json!(viewer))
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(theirs.len(), MAX_PERSONAL_SEGMENTS);
+    for other in [Caller::Admin, Caller::Viewer] {
+        let (status, _) = rig.call(other, Some(&f), "GET", &everyone, None).await;
+        assert_eq!(status, 403, "{other:?}");
+    }
+    let (status, _) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "DELETE",
+            &format!("{segments}/{}", theirs[0]),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let personal_left = |list: Vec<tally_core::saved_segment::SavedSegment>| {
+        list.iter()
+            .filter(|s| s.owner.as_deref() == Some(viewer.as_str()))
+            .count()
+    };
+    assert_eq!(
+        personal_left(rig.store.saved_segments(&f.site).await.unwrap()),
+        MAX_PERSONAL_SEGMENTS - 1
+    );
+
+    // Removing the viewer removes the rest of their items.
+    let (status, _) = rig
+        .call(
+            Caller::Owner,
+            Some(&f),
+            "DELETE",
+            &format!("sites/{}/members/{viewer}", f.site),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        personal_left(rig.store.saved_segments(&f.site).await.unwrap()),
+        0
+    );
+    let notes = rig.store.annotations(&f.site, None).await.unwrap();
+    assert!(notes.iter().all(|a| a.owner.is_none()), "{}", notes.len());
+    assert_eq!(notes.iter().filter(|a| a.text == "admin note").count(), 1);
+
+    // Live keys: up to the cap, then 409 until one is revoked.
+    let keys = format!("sites/{}/keys", f.site);
+    let live = rig
+        .store
+        .api_keys(&f.site)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|k| k.revoked_at.is_none())
+        .count();
+    for n in live..MAX_LIVE_KEYS {
+        let (status, answer) = rig
+            .call(Caller::Admin, Some(&f), "POST", &keys, Some(json!({})))
+            .await;
+        assert_eq!(status, 201, "{n}: {answer}");
+    }
+    let (status, answer) = rig
+        .call(Caller::Admin, Some(&f), "POST", &keys, Some(json!({})))
+        .await;
+    assert_eq!((status, error_code(&answer)), (409, Some("too_many_keys")));
+    let (status, _) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "DELETE",
+            &format!("{keys}/{}", f.admin_key_id),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, answer) = rig
+        .call(Caller::Admin, Some(&f), "POST", &keys, Some(json!({})))
+        .await;
+    assert_eq!(status, 201, "{answer}");
+
+    // Live links and affiliates: at the cap, one more is 409 and nothing
+    // is stored.
+    use tally_core::account::caps::{MAX_AFFILIATES, MAX_LIVE_LINKS};
+    let live_links =
+        |shares: Vec<tally_core::share::Share>| shares.iter().filter(|s| s.live(START)).count();
+    let mut seed = 100u8;
+    while live_links(rig.store.shares(&f.site).await.unwrap()) < MAX_LIVE_LINKS {
+        tally_tests::new_share(&rig.store, &f.site, seed).await;
+        seed += 1;
+    }
+    let shares = format!("sites/{}/shares", f.site);
+    let (status, answer) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &shares,
+            Some(json!({"label": "x"})),
+        )
+        .await;
+    assert_eq!((status, error_code(&answer)), (409, Some("too_many_links")));
+    assert_eq!(
+        live_links(rig.store.shares(&f.site).await.unwrap()),
+        MAX_LIVE_LINKS
+    );
+    let held = rig.store.affiliates(&f.site).await.unwrap().len();
+    for n in held..MAX_AFFILIATES {
+        let affiliate = tally_core::conversion::AffiliateSpec {
+            slug: format!("a{n}"),
+            rate: Some("0.1".into()),
+            fixed: None,
+            currency: "EUR".into(),
+        }
+        .build(START)
+        .unwrap();
+        assert!(
+            rig.store
+                .create_affiliate(&f.site, &affiliate)
+                .await
+                .unwrap()
+        );
+    }
+    let (status, answer) = rig
+        .call(
+            Caller::Admin,
+            Some(&f),
+            "POST",
+            &format!("sites/{}/affiliates", f.site),
+            Some(json!({"slug": "one-more", "rate": "0.1", "currency": "EUR"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_code(&answer)),
+        (409, Some("too_many_affiliates"))
+    );
+    assert_eq!(
+        rig.store.affiliates(&f.site).await.unwrap().len(),
+        MAX_AFFILIATES
     );
 }

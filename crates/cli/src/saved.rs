@@ -173,6 +173,7 @@ pub async fn annotation(command: AnnotationCommand, target: &Target) -> anyhow::
             site_exists(&store, &site).await?;
             let by = creator(&store, personal, user.as_deref()).await?;
             let note = spec.build(u32::from_le_bytes(random()?), &by, now_ms())?;
+            tally_core::annotation::check_new(&store.annotations(&site, None).await?, &note)?;
             store.put_annotation(&site, &note).await?;
             writeln!(out, "annotation {} on {}", note.id, note.date)?;
         }

@@ -17,6 +17,7 @@ use crate::site_store::SiteStore;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use tally_core::Millis;
+use tally_core::account::caps::{self, Capped};
 use tally_core::account::{Action, AuditAction};
 use tally_core::conversion::{self, Affiliate, AffiliateSpec, ConversionError};
 
@@ -57,6 +58,7 @@ pub async fn add<S: SiteStore>(
     let permit = site_permit(store, request, site, Action::Configure, now).await?;
     let spec: AffiliateSpec = body::parse(request, config.max_body)?;
     let affiliate = spec.build(now)?;
+    caps::check(Capped::Affiliates, store.affiliates(site).await?.len())?;
     if !store.create_affiliate(site, &affiliate).await? {
         return Err(ConsoleError::new(
             409,

@@ -112,16 +112,7 @@ pub async fn list<S: SiteStore>(
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::ReadAudit, now).await?;
-    let param = |name: &str| {
-        request
-            .uri()
-            .query()
-            .unwrap_or_default()
-            .split('&')
-            .filter_map(|pair| pair.split_once('='))
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.to_owned())
-    };
+    let param = |name: &str| crate::body::query_param(request, name);
     let limit = param("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(DEFAULT_PAGE)

@@ -189,6 +189,12 @@ pub async fn start_session<S: ConsoleStore>(
         csrf_value,
         now,
     );
+    // At most `caps::MAX_SESSIONS` a user: the expired, then the least
+    // recently used, end.
+    let held = store.sessions(&user.id).await?;
+    for old in tally_core::account::caps::sessions_to_end(&held, now) {
+        store.delete_session(&user.id, &old.hash).await?;
+    }
     store.put_session(&session).await?;
     let (device, new_device) = match request_cookie(request, cookie::DEVICE_COOKIE)
         .filter(|d| token::valid_device_id(d))

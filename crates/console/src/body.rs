@@ -262,3 +262,15 @@ pub struct ResetLinkCreated {
     /// When it ends.
     pub expires: Millis,
 }
+
+/// The value of query parameter `name` in the request's URI, as written.
+pub fn query_param(request: &Request, name: &str) -> Option<String> {
+    request
+        .uri()
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}

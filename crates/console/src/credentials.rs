@@ -22,6 +22,7 @@ use crate::site_store::SiteStore;
 use crate::sites::public_origin;
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
+use tally_core::account::caps::{self, Capped};
 use tally_core::account::{Action, AuditAction, Role};
 use tally_core::share::{ShareError, ShareSpec, ShareSpecError};
 use tally_store::sites::ApiKeyRecord;
@@ -69,6 +70,13 @@ pub async fn add_share<S: SiteStore>(
         tally_core::saved_segment::lockable(&store.saved_segments(site).await?, id)?;
     }
     let (share, token) = spec.build(site, &random()?, &random()?, Some(&config.tag_key), now)?;
+    let live = store
+        .shares(site)
+        .await?
+        .iter()
+        .filter(|s| s.live(now))
+        .count();
+    caps::check(Capped::Links, live)?;
     store.put_share(site, &share).await?;
     let item = ShareItem::from(&share);
     let target = format!("share:{}", item.id);
@@ -133,11 +141,12 @@ pub async fn keys<S: SiteStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Configure, now).await?;
     permit.user()?;
+    let members = store.members(site).await?;
     let keys = store
         .api_keys(site)
         .await?
         .iter()
-        .map(KeyItem::from)
+        .map(|k| KeyItem::with_maker(k, &members))
         .collect();
     Ok(json_response(200, &KeyList { keys }))
 }
@@ -161,8 +170,18 @@ pub async fn add_key<S: SiteStore>(
         &random()?,
     );
     let record = ApiKeyRecord::new(&key, &body.label, Some(uid), body.scope, now)?;
+    let live = store
+        .api_keys(site)
+        .await?
+        .iter()
+        .filter(|k| k.revoked_at.is_none())
+        .count();
+    caps::check(Capped::Keys, live)?;
     store.put_api_key(site, &record).await?;
-    let item = KeyItem::from(&record);
+    let item = KeyItem {
+        maker: Some(permit.user()?.user.email.clone()),
+        ..KeyItem::from(&record)
+    };
     let target = format!("key:{}", item.id);
     let detail = format!("API key created ({} scope)", scope_name(&record));
     audit::record(

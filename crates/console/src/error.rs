@@ -98,6 +98,12 @@ impl From<StoreError> for ConsoleError {
     }
 }
 
+impl From<tally_core::account::caps::CapReached> for ConsoleError {
+    fn from(e: tally_core::account::caps::CapReached) -> Self {
+        Self::new(409, e.code(), e.to_string())
+    }
+}
+
 impl From<CsrfError> for ConsoleError {
     fn from(e: CsrfError) -> Self {
         Self::new(403, "csrf", e.to_string())

@@ -5,7 +5,8 @@
 //! - `GET setup`, `POST setup {token, email, password}`: the first owner
 //!   ([`login`]);
 //! - `POST login {email, password}`, `POST login/totp {challenge, code}`,
-//!   `POST logout` ([`login`]);
+//!   `POST logout` ([`login`]); a user holds at most 20 sessions, a new
+//!   one ends the least recently used ([`tally_core::account::caps`]);
 //! - `GET me`, `GET sessions`, `DELETE sessions/{id}`,
 //!   `POST totp/setup|enable|disable`, `PUT settings` ([`account`]);
 //! - passwords ([`password`]): `POST users/{uid}/reset` (instance owner
@@ -65,16 +66,16 @@
 //! | `POST sites/{site}/funnels` | C | `{name, steps: ["/pricing", "event:Signup plan=pro"], strict?: false}` | 201 `Funnel` |
 //! | `DELETE sites/{site}/funnels/{id}` | C | — | `{ok: true}` |
 //! | `GET sites/{site}/affiliates` | R | — | `{affiliates: [Affiliate]}`, `Affiliate` = `{slug, commission: {kind: "rate", rate: "0.1"} \| {kind: "fixed", amount: "5"}, currency, created_at}` |
-//! | `POST sites/{site}/affiliates` | C | `{slug, rate? \| fixed?, currency}` (core's `AffiliateSpec`, as `tally affiliate add`; else 400 `invalid_affiliate`, `invalid_commission`, `invalid_currency`, `too_many_decimals`) | 201 `Affiliate` (409 `affiliate_exists`) |
+//! | `POST sites/{site}/affiliates` | C | `{slug, rate? \| fixed?, currency}` (core's `AffiliateSpec`, as `tally affiliate add`; else 400 `invalid_affiliate`, `invalid_commission`, `invalid_currency`, `too_many_decimals`) | 201 `Affiliate` (409 `affiliate_exists`; `too_many_affiliates` past 500) |
 //! | `DELETE sites/{site}/affiliates/{slug}` | C | — | `{ok: true}` (its conversions keep their commission) |
 //! | `GET sites/{site}/shares` | C | — | `{shares: [Share]}`, `Share` = `{id, prefix, label, filter, created_at, expires_at, password: bool, revoked_at}` |
-//! | `POST sites/{site}/shares` | C | `{label?, filter?, segment?, expires?: "30d"\|"2027-01-31", password?}` (`segment`: a site-wide saved segment's id, the link locked to it) | 201 `{link, token, share: Share}` (shown once) |
+//! | `POST sites/{site}/shares` | C | `{label?, filter?, segment?, expires?: "30d"\|"2027-01-31", password?}` (`segment`: a site-wide saved segment's id, the link locked to it) | 201 `{link, token, share: Share}` (shown once; 409 `too_many_links` past 100 live) |
 //! | `DELETE sites/{site}/shares/{id}` | C | — | `{ok: true}` (revoked) |
-//! | `GET sites/{site}/segments` | R | — | `{segments: [Segment]}` (site-wide and the caller's personal ones), `Segment` = `{id, name, filter, owner?, created_by, created_at}` |
-//! | `POST sites/{site}/segments` | C; `personal: true`: R, people | `{name, filter, personal?: false}` | 201 `Segment` |
+//! | `GET sites/{site}/segments` | R | — | `{segments: [Segment]}` (site-wide and the caller's personal ones; `?everyone=true`: every member's, owners only, else 403), `Segment` = `{id, name, filter, owner?, created_by, created_at}` |
+//! | `POST sites/{site}/segments` | C; `personal: true`: R, people | `{name, filter, personal?: false}` | 201 `Segment` (409 `too_many_segments` past 100 site-wide, `too_many_personal_segments` past 20 of the caller's own) |
 //! | `DELETE sites/{site}/segments/{id}` | C; own personal: R | — | `{ok: true}` (409 `segment_in_use` while a live link is locked to it) |
-//! | `GET sites/{site}/annotations` | R | — | `{annotations: [Annotation]}`, `Annotation` = `{id, date, text, owner?, created_by, created_at}` |
-//! | `POST sites/{site}/annotations` | C; `personal: true`: R, people | `{date: "2026-03-01", text (≤ 500 characters), personal?: false}` | 201 `Annotation` |
+//! | `GET sites/{site}/annotations` | R | — | `{annotations: [Annotation]}` (`?everyone=true` as for segments), `Annotation` = `{id, date, text, owner?, created_by, created_at}` |
+//! | `POST sites/{site}/annotations` | C; `personal: true`: R, people | `{date: "2026-03-01", text (≤ 500 characters), personal?: false}` | 201 `Annotation` (409 `too_many_annotations` past 1,000 site-wide, `too_many_personal_annotations` past 200 of the caller's own) |
 //! | `DELETE sites/{site}/annotations/{id}` | C; own personal: R | — | `{ok: true}` |
 //! | `GET sites/{site}/email-reports` | C | — | `{recipients: [Recipient]}`, `Recipient` = `{id, email, weekly, monthly, created_at}` (`id`: the address hash) |
 //! | `POST sites/{site}/email-reports` | C | `{email, weekly?: false, monthly?: false}` (one at least; an address already listed gets the reports given now: 200) | 201 `Recipient` (409 `too_many_recipients` past 50) |
@@ -84,13 +85,13 @@
 //! | `GET sites/{site}/alerts/log?hours=168` | C | — | `{hours, alerts: [{kind, hour, observed, baseline, threshold, recorded_at}], deliveries: [{channel, hour, delivered, next_at, attempts: [{channel, hour, attempt, at, status, ok, next_at}]}]}` (newest first, at most 100 each, `hours` 1-720) |
 //! | `GET sites/{site}/proxy` | C | — | `Proxy` = `{enabled, header: "tally-proxy-secret", networks, previous_valid_until}` |
 //! | `POST sites/{site}/proxy` | C | any of `{rotate, networks: [..], remove}` (`networks`: CIDR or `"cloudflare"`; core's `ProxyChange::apply`, as `tally site proxy`; else 400 `invalid_network`, `too_many_networks`) | `Proxy` with `secret` (shown once) when one was made |
-//! | `GET sites/{site}/keys` | C, people | — | `{keys: [Key]}`, `Key` = `{id, prefix, label, scope: "read"\|"configure", owner, created_at, revoked_at}` |
-//! | `POST sites/{site}/keys` | C, people | `{label?, scope?: "read"}` | 201 `{key, item: Key}` (shown once) |
+//! | `GET sites/{site}/keys` | C, people | — | `{keys: [Key]}`, `Key` = `{id, prefix, label, scope: "read"\|"configure", owner, maker?, created_at, revoked_at}` (`maker`: the maker's email while a member) |
+//! | `POST sites/{site}/keys` | C, people | `{label?, scope?: "read"}` | 201 `{key, item: Key}` (shown once; 409 `too_many_keys` past 50 live) |
 //! | `DELETE sites/{site}/keys/{id}` | C, people (an admin: own keys) | — | `{ok: true}` (revoked) |
 //! | `GET sites/{site}/members` | O | — | `{members: [{uid, email, role}]}` |
 //! | `GET sites/{site}/members/{uid}` | O | — | `{uid, email, role}` |
 //! | `PATCH sites/{site}/members/{uid}` | O | `{role}` | `{uid, email, role}` (not the last owner) |
-//! | `DELETE sites/{site}/members/{uid}` | O | — | `{ok: true}` (not the last owner) |
+//! | `DELETE sites/{site}/members/{uid}` | O | — | `{ok: true}` (not the last owner; their personal segments and annotations go too) |
 //! | `GET sites/{site}/invites` | O | — | `{invites: [Invite]}`, `Invite` = `{id, role, email, created, expires, by}` |
 //! | `POST sites/{site}/invites` | O, people | `{role, email?}` | 201 `{link, token: "ti_…", mailed: bool, invite: Invite}` |
 //! | `DELETE sites/{site}/invites/{id}` | O | — | `{ok: true}` |

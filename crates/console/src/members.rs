@@ -137,7 +137,22 @@ pub async fn remove<S: SiteStore>(
         return Err(last_owner());
     }
     store.delete_membership(site, uid).await?;
-    audit_member(store, &permit, uid, "removed", now).await?;
+    // Their personal segments and annotations go with the membership.
+    let segments = store.saved_segments(site).await?;
+    let theirs = segments.iter().filter(|s| s.owner.as_deref() == Some(uid));
+    let mut gone = 0;
+    for segment in theirs {
+        store.delete_saved_segment(site, &segment.id).await?;
+        gone += 1;
+    }
+    for note in store.annotations(site).await? {
+        if note.owner.as_deref() == Some(uid) {
+            store.delete_annotation(site, &note).await?;
+            gone += 1;
+        }
+    }
+    let detail = format!("removed, with {gone} personal item(s)");
+    audit_member(store, &permit, uid, &detail, now).await?;
     Ok(json_response(200, &Done { ok: true }))
 }
 

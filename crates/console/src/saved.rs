@@ -6,7 +6,12 @@
 //! personal ones. A site-wide item is configured (admins, owners,
 //! `configure` keys); a personal one (`"personal": true`) any member may
 //! make and only its maker sees or removes (another's answers 404, as if
-//! it did not exist); keys make none. Definitions are core's
+//! it did not exist); keys make none. An owner lists every member's
+//! personal items with `?everyone=true` and may remove any of them; a
+//! member's personal items go when their membership does. Personal items
+//! are capped per member and do not count toward the site's caps
+//! ([`saved_segment::MAX_PERSONAL_SEGMENTS`],
+//! [`tally_core::annotation::MAX_PERSONAL_ANNOTATIONS`]). Definitions are core's
 //! [`SegmentSpec`] and [`AnnotationSpec`], as `tally segment add` and
 //! `tally annotation add` build them. A segment a live shared link is
 //! locked to is not removed (409 `segment_in_use`). Every change is
@@ -60,6 +65,25 @@ fn uid(permit: &Permit) -> Option<&str> {
     }
 }
 
+/// Whether the caller sees every member's personal items: owners (who
+/// manage members), and only when they ask (`?everyone=true` on a list;
+/// a removal by id looks among all for them).
+fn sees_everyone(permit: &Permit) -> bool {
+    permit.role.allows(Action::ManageMembers) && uid(permit).is_some()
+}
+
+/// Whether the list asks for every member's personal items: `403` for a
+/// caller who may not see them.
+fn everyone_asked(request: &Request, permit: &Permit) -> Result<bool, ConsoleError> {
+    let asked = body::query_param(request, "everyone").is_some_and(|v| v == "true");
+    if asked && !sees_everyone(permit) {
+        return Err(ConsoleError::forbidden(
+            "only a site owner sees every member's personal items",
+        ));
+    }
+    Ok(asked)
+}
+
 /// Who makes an item: the user for a personal one (keys make none), and
 /// for a site-wide one a caller who configures.
 fn creator(permit: &Permit, personal: bool) -> Result<String, ConsoleError> {
@@ -99,9 +123,10 @@ pub async fn segments<S: SiteStore>(
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Read, now).await?;
+    let everyone = everyone_asked(request, &permit)?;
     let uid = uid(&permit);
     let mut segments = store.saved_segments(site).await?;
-    segments.retain(|s| s.visible_to(uid));
+    segments.retain(|s| everyone || s.visible_to(uid));
     Ok(json_response(200, &SegmentList { segments }))
 }
 
@@ -143,7 +168,10 @@ pub async fn remove_segment<S: SiteStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Read, now).await?;
     let segments = store.saved_segments(site).await?;
-    let segment = saved_segment::find(&segments, id, uid(&permit))?;
+    let segment = match segments.iter().find(|s| s.id == id) {
+        Some(s) if sees_everyone(&permit) => s,
+        _ => saved_segment::find(&segments, id, uid(&permit))?,
+    };
     may_remove(&permit, segment.owner.as_deref())?;
     saved_segment::check_removable(&store.shares(site).await?, id, now)?;
     store.delete_saved_segment(site, id).await?;
@@ -168,9 +196,10 @@ pub async fn annotations<S: SiteStore>(
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Read, now).await?;
+    let everyone = everyone_asked(request, &permit)?;
     let uid = uid(&permit);
     let mut annotations = store.annotations(site).await?;
-    annotations.retain(|a| a.visible_to(uid));
+    annotations.retain(|a| everyone || a.visible_to(uid));
     Ok(json_response(200, &AnnotationList { annotations }))
 }
 
@@ -187,9 +216,7 @@ pub async fn add_annotation<S: SiteStore>(
     let spec: AnnotationSpec = body::parse(request, config.max_body)?;
     let by = creator(&permit, spec.personal)?;
     let note = spec.build(u32::from_le_bytes(random()?), &by, now)?;
-    if store.annotations(site).await?.len() >= tally_core::annotation::MAX_ANNOTATIONS {
-        return Err(AnnotationError::TooMany.into());
-    }
+    tally_core::annotation::check_new(&store.annotations(site).await?, &note)?;
     store.put_annotation(site, &note).await?;
     let target = format!("annotation:{}", note.id);
     let detail = format!(
@@ -219,11 +246,12 @@ pub async fn remove_annotation<S: SiteStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Read, now).await?;
     let uid = uid(&permit);
+    let everyone = sees_everyone(&permit);
     let note = store
         .annotations(site)
         .await?
         .into_iter()
-        .find(|a| a.id == id && a.visible_to(uid))
+        .find(|a| a.id == id && (everyone || a.visible_to(uid)))
         .ok_or_else(|| ConsoleError::not_found("annotation_not_found", "no such annotation"))?;
     may_remove(&permit, note.owner.as_deref())?;
     store.delete_annotation(site, &note).await?;

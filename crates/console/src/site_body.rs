@@ -241,10 +241,32 @@ pub struct KeyItem {
     pub scope: KeyScope,
     /// The user who made it (none: the CLI).
     pub owner: Option<String>,
+    /// Who made it, as the Keys tab shows it: the maker's email while they
+    /// are a member (the key's power is capped by their role), `None`
+    /// otherwise (see `owner`: made with the CLI, or by a former member,
+    /// whose key does nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maker: Option<String>,
     /// When it was made.
     pub created_at: Millis,
     /// When it was revoked.
     pub revoked_at: Option<Millis>,
+}
+
+impl KeyItem {
+    /// The item with its maker's email looked up among `members`.
+    pub fn with_maker(record: &ApiKeyRecord, members: &[Membership]) -> Self {
+        let maker = record.owner.as_deref().and_then(|uid| {
+            members
+                .iter()
+                .find(|m| m.uid == uid)
+                .map(|m| m.email.clone())
+        });
+        Self {
+            maker,
+            ..Self::from(record)
+        }
+    }
 }
 
 impl From<&ApiKeyRecord> for KeyItem {
@@ -255,6 +277,7 @@ impl From<&ApiKeyRecord> for KeyItem {
             label: k.label.clone(),
             scope: k.scope,
             owner: k.owner.clone(),
+            maker: None,
             created_at: k.created_at,
             revoked_at: k.revoked_at,
         }

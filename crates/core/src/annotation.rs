@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 
 /// Longest text, in characters.
 pub const MAX_TEXT: usize = 500;
-/// Most annotations per site.
+/// Most site-wide annotations per site.
 pub const MAX_ANNOTATIONS: usize = 1_000;
+/// Most personal annotations per member of a site (not counted toward
+/// [`MAX_ANNOTATIONS`]).
+pub const MAX_PERSONAL_ANNOTATIONS: usize = 200;
 
 /// An annotation as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,9 +65,12 @@ pub enum AnnotationError {
     /// A control character other than a line break.
     #[error("an annotation's text may not hold control characters")]
     Controls,
-    /// The site has [`MAX_ANNOTATIONS`].
-    #[error("a site may have at most {MAX_ANNOTATIONS} annotations")]
+    /// The site has [`MAX_ANNOTATIONS`] site-wide ones.
+    #[error("a site may have at most {MAX_ANNOTATIONS} site-wide annotations")]
     TooMany,
+    /// The member has [`MAX_PERSONAL_ANNOTATIONS`] personal ones.
+    #[error("a member may have at most {MAX_PERSONAL_ANNOTATIONS} personal annotations")]
+    TooManyPersonal,
 }
 
 impl AnnotationError {
@@ -76,15 +82,28 @@ impl AnnotationError {
             Self::TooLong => "annotation_too_long",
             Self::Controls => "invalid_text",
             Self::TooMany => "too_many_annotations",
+            Self::TooManyPersonal => "too_many_personal_annotations",
         }
     }
 
     /// The HTTP status it answers.
     pub fn status(self) -> u16 {
         match self {
-            Self::TooMany => 409,
+            Self::TooMany | Self::TooManyPersonal => 409,
             _ => 400,
         }
+    }
+}
+
+/// Whether `note` may join a site's `existing` annotations: at most
+/// [`MAX_ANNOTATIONS`] site-wide and [`MAX_PERSONAL_ANNOTATIONS`] of each
+/// member's own.
+pub fn check_new(existing: &[Annotation], note: &Annotation) -> Result<(), AnnotationError> {
+    let alike = existing.iter().filter(|a| a.owner == note.owner).count();
+    match note.owner {
+        None if alike >= MAX_ANNOTATIONS => Err(AnnotationError::TooMany),
+        Some(_) if alike >= MAX_PERSONAL_ANNOTATIONS => Err(AnnotationError::TooManyPersonal),
+        _ => Ok(()),
     }
 }
 

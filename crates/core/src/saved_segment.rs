@@ -21,8 +21,11 @@ use crate::filter::{Filter, FilterError, MAX_FILTERS};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Most saved segments per site (site-wide and personal together).
+/// Most site-wide saved segments per site.
 pub const MAX_SEGMENTS: usize = 100;
+/// Most personal saved segments per member of a site (not counted toward
+/// [`MAX_SEGMENTS`], so a member cannot fill the site's).
+pub const MAX_PERSONAL_SEGMENTS: usize = 20;
 /// Longest name, in characters.
 pub const MAX_NAME: usize = 120;
 
@@ -80,9 +83,12 @@ pub enum SegmentError {
     /// A segment must filter something.
     #[error("a segment needs a filter (page==/blog/*;country==DE)")]
     EmptyFilter,
-    /// The site has [`MAX_SEGMENTS`].
-    #[error("a site may have at most {MAX_SEGMENTS} saved segments")]
+    /// The site has [`MAX_SEGMENTS`] site-wide ones.
+    #[error("a site may have at most {MAX_SEGMENTS} site-wide saved segments")]
     TooMany,
+    /// The member has [`MAX_PERSONAL_SEGMENTS`] personal ones.
+    #[error("a member may have at most {MAX_PERSONAL_SEGMENTS} personal saved segments")]
+    TooManyPersonal,
     /// A segment of this name is already visible to its creator.
     #[error("a segment named {0:?} already exists")]
     Exists(String),
@@ -105,6 +111,7 @@ impl SegmentError {
             Self::Filter(_) => "invalid_filter",
             Self::EmptyFilter => "empty_segment",
             Self::TooMany => "too_many_segments",
+            Self::TooManyPersonal => "too_many_personal_segments",
             Self::Exists(_) => "segment_exists",
             Self::Unknown(_) => "unknown_segment",
             Self::Personal => "personal_segment",
@@ -115,7 +122,7 @@ impl SegmentError {
     /// The HTTP status it answers.
     pub fn status(&self) -> u16 {
         match self {
-            Self::Exists(_) | Self::TooMany | Self::InUse => 409,
+            Self::Exists(_) | Self::TooMany | Self::TooManyPersonal | Self::InUse => 409,
             Self::Unknown(_) => 404,
             _ => 400,
         }
@@ -161,10 +168,14 @@ impl SegmentSpec {
 }
 
 /// Whether `segment` may join a site's `existing` ones: at most
-/// [`MAX_SEGMENTS`], ids unique, names unique among what its creator sees.
+/// [`MAX_SEGMENTS`] site-wide and [`MAX_PERSONAL_SEGMENTS`] of each
+/// member's own, ids unique, names unique among what its creator sees.
 pub fn check_new(existing: &[SavedSegment], segment: &SavedSegment) -> Result<(), SegmentError> {
-    if existing.len() >= MAX_SEGMENTS {
-        return Err(SegmentError::TooMany);
+    let alike = existing.iter().filter(|s| s.owner == segment.owner).count();
+    match segment.owner {
+        None if alike >= MAX_SEGMENTS => return Err(SegmentError::TooMany),
+        Some(_) if alike >= MAX_PERSONAL_SEGMENTS => return Err(SegmentError::TooManyPersonal),
+        _ => {}
     }
     let viewer = segment.owner.as_deref();
     if existing.iter().any(|s| {
@@ -210,11 +221,9 @@ pub fn check_removable(
     id: &str,
     now: Millis,
 ) -> Result<(), SegmentError> {
-    let live = shares.iter().any(|s| {
-        s.segment.as_deref() == Some(id)
-            && s.revoked_at.is_none()
-            && s.expires_at.is_none_or(|at| at > now)
-    });
+    let live = shares
+        .iter()
+        .any(|s| s.segment.as_deref() == Some(id) && s.live(now));
     if live {
         return Err(SegmentError::InUse);
     }

@@ -160,6 +160,13 @@ pub struct Share {
     pub segment: Option<String>,
 }
 
+impl Share {
+    /// Whether the link still opens at `now`: not revoked, not expired.
+    pub fn live(&self, now: Millis) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
 /// A token for a site from 20 random bytes.
 pub fn token_from_bytes(site: &str, bytes: &[u8; 20]) -> String {
     crate::auth::credential_from_bytes(SHARE_PREFIX, site, bytes)

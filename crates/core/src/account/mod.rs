@@ -2,6 +2,7 @@
 //! do, as pure logic. Time and randomness are passed in.
 //!
 //! - [`role`]: roles, actions, the permission matrix, API key scopes.
+//! - [`caps`]: how many keys, links, affiliates and sessions one may hold.
 //! - [`password`]: the length rule and Argon2id PHC hashes.
 //! - [`totp`]: RFC 6238 codes, with drift and replay rules.
 //! - [`token`]: session, 2FA challenge, invite, setup and password reset
@@ -13,6 +14,7 @@
 //! - [`record`]: the stored records (users, sessions, memberships, …)
 //!   and the audit entry.
 
+pub mod caps;
 pub mod cookie;
 pub mod csrf;
 pub mod guess;
