@@ -730,6 +730,26 @@ async function main() {
     await ctx.close();
   });
 
+  await check('trusted proxy: Cloudflare trusted, the secret shown once, then removed', async () => {
+    await owner.goto(`${http}/console#/sites/${SITE.id}/general`);
+    await view(owner, 'site-general');
+    assert.match(await owner.textContent(tid('proxy-status')), /^Off/);
+    await owner.fill(tid('proxy-networks'), 'cloudflare');
+    await owner.click(tid('proxy-save'));
+    await owner.waitForSelector(tid('proxy-secret'));
+    const secret = (await owner.$eval(tid('proxy-secret'), el => el.value || el.textContent)).trim();
+    assert.match(secret, /^tps_[0-9a-f]{48}$/);
+    assert.match(await owner.textContent(tid('proxy-status')), /^Trusted: .* from \d+ networks/);
+    // Reloaded, the secret is not shown again.
+    await owner.reload();
+    await view(owner, 'site-general');
+    assert.match(await owner.textContent(tid('proxy-status')), /^Trusted/);
+    assert.equal(await owner.$(tid('proxy-secret')), null);
+    owner.once('dialog', d => d.accept());
+    await owner.click(tid('proxy-remove'));
+    await owner.waitForFunction(sel => /^Off/.test(document.querySelector(sel).textContent), tid('proxy-status'));
+  });
+
   await check('delete a site: the owner types its id; it leaves the sites list for the being-deleted list', async () => {
     await owner.goto(`${http}/console#/sites/${BLOG.id}/general`);
     await view(owner, 'site-general');

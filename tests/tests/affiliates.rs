@@ -16,7 +16,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Api, Harness, post_request};
 use time::macros::date;
 
@@ -110,7 +110,7 @@ async fn commissions_per_affiliate_equal_a_hand_count() {
         key: tally_tests::new_key(&h.store, SITE, 7).await,
         now: start,
     };
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let config = tally_ingest::Config::default();
     let script = script();
     for (i, v) in script.iter().enumerate() {

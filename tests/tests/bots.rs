@@ -16,7 +16,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_query::store::DynamoQuery;
 use tally_store::clock::{Clock, ManualClock};
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Api, Harness, new_key, new_share, post_request, status_and_json};
 use time::macros::date;
 
@@ -47,7 +47,7 @@ impl Rig {
         let h = Harness::start().await;
         let site = Site::new(SITE, &["example.com".into()], "Europe/Berlin", 0).unwrap();
         h.store.create_site(&site).await.unwrap();
-        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
         Self {
             h,
             ingest,

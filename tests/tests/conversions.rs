@@ -17,7 +17,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Api, Harness, post_request};
 use time::macros::date;
 
@@ -195,7 +195,7 @@ async fn trusted_and_client_revenue_are_reported_apart() {
 
     // Client-claimed: tracker purchases (cents): EUR 19.99 × 3, USD 5.00.
     let client: [(&str, i64); 4] = [("EUR", 1999), ("EUR", 1999), ("EUR", 1999), ("USD", 500)];
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let config = tally_ingest::Config::default();
     for (i, (currency, cents)) in client.iter().enumerate() {
         let at = start + 9 * HOUR_MS + i as i64 * MINUTE_MS;

@@ -11,7 +11,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
 use tally_store::item::string;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_store::table::TABLE;
 use tally_tests::{Harness, status_and_json};
 
@@ -94,7 +94,7 @@ async fn every_ingest_fixture_gets_its_answer_from_the_handler() {
         )
         .await
         .unwrap();
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let config = Config::default();
     let cases = [
         ("ingest-pageview.json", 202, Some("accepted")),
@@ -560,7 +560,7 @@ async fn the_ingest_urls_cors_is_the_answer_ingest_gives_itself() {
     let t = template();
     let cors = &t["Resources"]["IngestFunctionUrl"]["Properties"]["Cors"];
     let h = Harness::start().await;
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let clock = ManualClock::at(1_764_460_800_000);
     let request = lambda_http::request::from_str(&fixture("ingest-preflight.json")).unwrap();
     let response = handle(&ingest, &clock, &Config::default(), request).await;

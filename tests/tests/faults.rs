@@ -13,7 +13,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
 use tally_store::item::string;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_store::{ClientOptions, Store};
 use tally_tests::faults::{Fault, FaultProxy};
 use tally_tests::seed::{store_events, traffic};
@@ -34,11 +34,7 @@ async fn rig() -> (Harness, FaultProxy, DynamoIngest) {
         .unwrap();
     let proxy = FaultProxy::start(&h.endpoint).await;
     let store = Store::connect(&ClientOptions::local(&proxy.endpoint), "tally").await;
-    (
-        h,
-        proxy,
-        DynamoIngest::new(store, SharedSalt::new(random_secret())),
-    )
+    (h, proxy, DynamoIngest::new(store, SharedSalt::new()))
 }
 
 async fn post(ingest: &DynamoIngest, n: u32) -> (u16, serde_json::Value, Duration) {

@@ -17,7 +17,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Api, Harness, collect_request};
 use time::macros::date;
 
@@ -117,7 +117,7 @@ async fn funnel_steps_equal_a_hand_count_in_both_modes_from_every_source() {
     let funnel = Funnel::new("signup", "Signup", steps, Mode::Ordered, 0).unwrap();
     h.store.put_funnel(SITE, &funnel).await.unwrap();
     let key = tally_tests::new_key(&h.store, SITE, 9).await;
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let config = tally_ingest::Config::default();
     let start = utc_midnight(date!(2026 - 11 - 18));
 

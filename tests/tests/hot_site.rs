@@ -20,7 +20,7 @@ use tally_core::site::Site;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::{Clock, SystemClock};
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_store::sites::SiteCache;
 use tally_store::{ClientOptions, Store};
 use tally_tests::faults::{Fault, FaultProxy};
@@ -85,7 +85,7 @@ async fn a_site_ramping_to_five_times_a_partition_limit_loses_nothing_accepted()
         let store = Store::connect(&ClientOptions::local(&proxy.endpoint), "tally").await;
         instances.push(Arc::new(DynamoIngest::with_cache(
             store,
-            SharedSalt::new(random_secret()),
+            SharedSalt::new(),
             SiteCache::with_ttl(Duration::from_secs(2)),
         )));
     }
@@ -348,7 +348,7 @@ async fn the_job_raises_shards_for_a_busy_hour_and_lowers_them_a_day_after() {
     );
 
     // An event after the change lands in its shard of four and is read.
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let at = now + 5 * MINUTE_MS;
     let eid = "busyafter0001x";
     let body = format!(r#"{{"s":"busy","u":"https://busy.example/x","eid":"{eid}","ts":{at}}}"#);

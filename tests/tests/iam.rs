@@ -14,7 +14,7 @@ use tally_core::{DAY_MS, HOUR_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_store::{ClientOptions, Store};
 use tally_tests::faults::{Fault, FaultProxy};
 use tally_tests::seed::{store_events, traffic};
@@ -130,7 +130,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     // Ingest: a cold instance (site and salt reads, the salt write) and a
     // warm one, accepted and duplicate events.
     let (store, counter) = h.second_store().await;
-    let ingest = DynamoIngest::new(store, SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(store, SharedSalt::new());
     let config = tally_ingest::Config::default();
     let clock = ManualClock::at(now);
     let ua = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
@@ -168,7 +168,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
             "tally",
         )
         .await,
-        SharedSalt::new(random_secret()),
+        SharedSalt::new(),
     );
     let body =
         format!(r#"{{"s":"iam","u":"https://example.com/","eid":"iamthrottled","ts":{now}}}"#);

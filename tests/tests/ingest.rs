@@ -10,7 +10,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
 use tally_store::item::{Item, number, string};
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::{SALT_TTL_DAYS, SharedSalt};
 use tally_tests::{Harness, collect_request, status_and_json};
 use time::macros::date;
 
@@ -40,7 +40,7 @@ impl Rig {
         ] {
             h.store.create_site(&site).await.unwrap();
         }
-        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
         Self {
             h,
             ingest,
@@ -484,16 +484,16 @@ async fn leave_and_show_beacons_are_one_write_each_and_a_heartbeat_none() {
 }
 
 #[tokio::test]
-async fn two_instances_without_a_secret_agree_on_visitor_ids() {
+async fn two_instances_agree_on_visitor_ids_through_the_shared_random_salt() {
     let h = Harness::start().await;
     h.store
         .create_site(&Site::new("blog", &["example.com".into()], "UTC", 0).unwrap())
         .await
         .unwrap();
     let (second, _) = h.second_store().await;
-    // Each instance has its own random secret, as without TALLY_SALT_SECRET.
-    let a = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
-    let b = DynamoIngest::new(second, SharedSalt::new(random_secret()));
+    // Two instances, each with its own cache and its own random candidate.
+    let a = DynamoIngest::new(h.store.clone(), SharedSalt::new());
+    let b = DynamoIngest::new(second, SharedSalt::new());
     let clock = ManualClock::at(t0());
     let config = Config::default();
     let body_a = pageview("blog", "https://example.com/a", "", 1, t0());
@@ -536,12 +536,81 @@ async fn two_instances_without_a_secret_agree_on_visitor_ids() {
     assert_eq!(salts.len(), 1, "one shared salt item for the day");
 }
 
+/// The daily salt is random (issue 30): nothing derives it from a secret
+/// or the date, so the same day on two fresh tables has two salts and two
+/// visitor ids for one person; the next day's id differs; each salt item
+/// expires by TTL a few days after its day (late events), no later.
+#[tokio::test]
+async fn salts_are_random_per_table_and_day_and_expire_after_their_day() {
+    let day = date!(2026 - 11 - 30);
+    let mut tables = Vec::new();
+    for _ in 0..2 {
+        let h = Harness::start().await;
+        h.store
+            .create_site(&Site::new("blog", &["example.com".into()], "UTC", 0).unwrap())
+            .await
+            .unwrap();
+        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
+        let config = Config::default();
+        for (n, at) in [(1, t0()), (2, t0() + 86_400_000)] {
+            let clock = ManualClock::at(at);
+            let body = pageview("blog", "https://example.com/", "", n, at);
+            let request = collect_request(&body, "203.0.113.9", CHROME_MAC);
+            let (status, _) = status_and_json(handle(&ingest, &clock, &config, request).await);
+            assert_eq!(status, 202);
+        }
+        let mut vids: Vec<(i64, String)> = h
+            .event_items()
+            .await
+            .iter()
+            .map(|i| {
+                (
+                    number(i, "ts").unwrap(),
+                    string(i, "vid").unwrap().to_owned(),
+                )
+            })
+            .collect();
+        vids.sort();
+        let mut salts: Vec<(String, String, i64)> = h
+            .scan()
+            .await
+            .iter()
+            .filter(|i| string(i, "pk") == Some("SALT"))
+            .map(|i| {
+                (
+                    string(i, "sk").unwrap().to_owned(),
+                    string(i, "salt").unwrap().to_owned(),
+                    number(i, "ttl").unwrap(),
+                )
+            })
+            .collect();
+        salts.sort();
+        assert_eq!(salts.len(), 2, "a salt a day");
+        assert_ne!(vids[0].1, vids[1].1, "the next day's id differs");
+        assert_ne!(salts[0].1, salts[1].1);
+        // The first day's item expires after the day, within the days
+        // late events may still arrive.
+        let ttl_ms = salts[0].2 * 1000;
+        let day_end = utc_midnight(day) + 86_400_000;
+        assert!(ttl_ms >= day_end + SALT_TTL_DAYS * 86_400_000, "{ttl_ms}");
+        assert!(
+            ttl_ms <= day_end + (SALT_TTL_DAYS + 1) * 86_400_000,
+            "{ttl_ms}"
+        );
+        tables.push((vids, salts));
+    }
+    let (a, b) = (&tables[0], &tables[1]);
+    assert_eq!(a.1[0].0, b.1[0].0, "the same day");
+    assert_ne!(a.1[0].1, b.1[0].1, "two tables, two salts for one day");
+    assert_ne!(a.0[0].1, b.0[0].1, "and two ids for one person");
+}
+
 #[tokio::test]
 async fn the_store_being_down_gives_503_and_the_local_salt_fallback() {
     let h = Harness::start().await;
     let site = Site::new("blog", &["example.com".into()], "UTC", 0).unwrap();
     h.store.create_site(&site).await.unwrap();
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let clock = ManualClock::at(t0());
     let config = Config::default();
     let body = pageview("blog", "https://example.com/", "", 1, t0());

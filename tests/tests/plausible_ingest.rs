@@ -17,7 +17,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
 use tally_store::item::{Item, string};
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Harness, post_request};
 use time::macros::date;
 
@@ -49,7 +49,7 @@ impl Rig {
         ] {
             h.store.create_site(&site).await.unwrap();
         }
-        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
         Self {
             h,
             ingest,

@@ -16,7 +16,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
 use tally_store::item::string;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_store::sites::ApiKeyRecord;
 use tally_tests::generator::{self, BROWSERS, Intent, Plan, Post, Rng, Tab, Traffic, Visitor};
 use tally_tests::reference::{self, Counts, DIMENSIONS, RefGoal, Reference, Rounded};
@@ -91,7 +91,7 @@ fn ref_goals() -> Vec<RefGoal> {
 impl Rig {
     async fn new() -> Self {
         let h = Harness::start().await;
-        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
         let query = DynamoQuery::new(h.store.clone());
         Self {
             h,

@@ -30,7 +30,7 @@ use tally_core::zone::{Zone, utc_midnight};
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::generator::{self, Intent, Plan, Post};
 use tally_tests::reference::{self, DIMENSIONS, RefGoal, Reference};
 use tally_tests::{Api, Harness, collect_request, status_and_json};
@@ -145,7 +145,7 @@ const SITES: [(&str, &str, &str, u64); 2] = [
 
 async fn rig(which: usize) -> Rig {
     let h = Harness::start().await;
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let clock = ManualClock::at(0);
     let config = tally_ingest::Config::default();
     let mut sites = Vec::new();

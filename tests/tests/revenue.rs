@@ -18,7 +18,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Api, Harness, post_request};
 use time::macros::date;
 
@@ -170,7 +170,7 @@ async fn revenue_per_currency_equals_a_hand_count_from_every_source() {
     .unwrap();
     h.store.put_goal(SITE, &donation).await.unwrap();
     let key = tally_tests::new_key(&h.store, SITE, 7).await;
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let config = tally_ingest::Config::default();
     let start = utc_midnight(date!(2026 - 11 - 20));
     let script = script();

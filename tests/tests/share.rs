@@ -18,7 +18,7 @@ use tally_query::Config;
 use tally_query::store::DynamoQuery;
 use tally_store::Store;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Harness, collect_request, status_and_json};
 use time::macros::date;
 
@@ -103,7 +103,7 @@ async fn shared_links_read_their_site_only_until_revoked_or_expired() {
         h.store.create_site(&site).await.unwrap();
     }
     let key = tally_tests::new_key(&h.store, "a.example", 3).await;
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let start = utc_midnight(date!(2026 - 11 - 20));
     // 12 visitors over two days, on two pages, from two countries' networks.
     for i in 0..12u32 {

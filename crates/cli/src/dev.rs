@@ -135,7 +135,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .with_mailer(tally_mail::Outbox::in_data_dir(&args.data_dir))
         .allowing_local_urls();
     let app = Arc::new(App {
-        ingest: DynamoIngest::new(store.clone(), SharedSalt::new(secret)),
+        ingest: DynamoIngest::new(store.clone(), SharedSalt::new()),
         // Metric lines are for CloudWatch; `tally dev` keeps stdout for its
         // ready line and the counters at /health. Every bot signal is on
         // (`from_env`), and the bots-blocked counts are written at once

@@ -1,7 +1,11 @@
 //! The daily salt and the visitor id.
 //!
-//! `daily_salt = HMAC-SHA256(secret, "YYYY-MM-DD")` and
+//! The salt of a day is 32 random bytes, made by the first instance that
+//! needs it and shared through the store (`tally_store::salt`), so nothing
+//! can derive it from a long-lived secret; then
 //! `visitor_id = hex(HMAC-SHA256(daily_salt, "{site}|{ip}|{user_agent}"))[..16]`.
+//! ([`daily_salt`] derives a salt-shaped key from a secret and a date for
+//! purposes other than visitors: network keys, tests.)
 //! The day is the event's calendar day in the site's time zone, so one local
 //! day never straddles two salts. The salt rotates daily, so the same person
 //! is a different visitor tomorrow and on another site; neither the IP nor
@@ -64,6 +68,11 @@ impl DailySalt {
         hex::encode(&self.0)
     }
 
+    /// A salt of 32 bytes (fresh randomness, for a day's shared salt).
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
     /// Reads a salt stored by [`DailySalt::to_hex`].
     pub fn from_hex(text: &str) -> Option<Self> {
         let bytes: [u8; 32] = hex::decode(text)?.try_into().ok()?;
@@ -71,7 +80,9 @@ impl DailySalt {
     }
 }
 
-/// The salt of a (site-local) day.
+/// A salt-shaped key derived from `secret` and a date: never a visitor
+/// salt (those are random), but a per-purpose key (the query and console
+/// network keys use [`Date::MIN`]) and a fixed salt for tests.
 pub fn daily_salt(secret: &Secret, day: Date) -> DailySalt {
     let key = hmac::Key::new(hmac::HMAC_SHA256, &secret.0);
     let tag = hmac::sign(&key, format_date(day).as_bytes());

@@ -1,4 +1,5 @@
-//! The ingest Lambda: wiring only.
+//! The ingest Lambda: wiring only. It holds no secret: the daily salt is
+//! random and shared through the table ([`tally_store::salt`]).
 
 use lambda_http::{Error, Request, run, service_fn};
 use std::sync::Arc;
@@ -11,9 +12,8 @@ use tally_store::{ClientOptions, Store};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tally_lambda::logging::init_tracing();
-    let secret = tally_store::env::salt_secret().map_err(|e| Error::from(e.to_string()))?;
     let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
-    let ingest = Arc::new(DynamoIngest::new(store, SharedSalt::new(secret)));
+    let ingest = Arc::new(DynamoIngest::new(store, SharedSalt::new()));
     let config = Arc::new(Config::from_env());
     run(service_fn(move |request: Request| {
         let (ingest, config) = (ingest.clone(), config.clone());

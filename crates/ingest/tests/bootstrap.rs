@@ -19,10 +19,6 @@ fn fixture(name: &str) -> String {
 #[tokio::test]
 async fn the_bootstrap_starts_and_answers_an_api_gateway_event() {
     let env = [
-        (
-            "TALLY_SALT_SECRET",
-            "bootstrap-test-secret-0123456789abcdef".to_owned(),
-        ),
         ("DYNAMODB_ENDPOINT", "http://127.0.0.1:9".to_owned()),
         ("TABLE_NAME", "tally".to_owned()),
     ];
@@ -41,15 +37,19 @@ async fn the_bootstrap_starts_and_answers_an_api_gateway_event() {
     assert!(out.init <= out.first_response);
 }
 
+/// The ingest function holds no secret (the daily salt is random and
+/// shared through the table): in production it starts without one, and
+/// fails only on the unreachable runtime API here.
 #[test]
-fn production_refuses_to_start_without_a_salt_secret() {
+fn production_starts_without_a_salt_secret() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tally-ingest"))
         .env_clear()
         .env("TALLY_ENV", "production")
         .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env("AWS_REGION", "eu-west-1")
         .output()
         .unwrap();
-    assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("TALLY_SALT_SECRET"), "{stderr}");
+    assert!(!stderr.contains("TALLY_SALT_SECRET"), "{stderr}");
+    assert!(!out.status.success(), "no runtime API answers: {stderr}");
 }

@@ -1,12 +1,15 @@
 //! The shared daily salt.
 //!
-//! Instances agree on a day's salt through the `SALT` / `DAY#{date}` item:
-//! the first instance to need a day's salt reads the item, and if it is
-//! missing writes its own candidate with a conditional put (first writer
-//! wins; a loser reads the winner's). The answer is cached per instance per
-//! day, so a warm instance makes no salt request at all. When DynamoDB is
-//! unreachable the instance falls back to its local salt for a short while
-//! rather than failing ingestion.
+//! A day's salt is 32 random bytes: the first instance to need it reads the
+//! `SALT` / `DAY#{date}` item, and if it is missing writes a fresh random
+//! candidate with a conditional put (first writer wins; a loser reads the
+//! winner's). Nothing derives it from a secret, so once the item is gone
+//! (its TTL, [`SALT_TTL_DAYS`] after its day) no one can link that day's
+//! visitor ids to addresses. The answer is cached per instance per day, so
+//! a warm instance makes no salt request at all. When DynamoDB is
+//! unreachable the instance uses a random salt of its own for a short while
+//! rather than failing (its events cannot be stored then either; were they,
+//! they would count as other visitors than the shared salt's).
 
 use crate::Store;
 use crate::error::{StoreError, from_sdk, service_code};
@@ -16,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tally_core::keys::{SALT_PK, salt_sk};
-use tally_core::salt::{DailySalt, Secret, daily_salt};
+use tally_core::salt::{DailySalt, Secret};
 use tally_core::zone::utc_midnight;
 use time::Date;
 
@@ -36,31 +39,34 @@ pub enum SaltSource {
     Fallback,
 }
 
+/// 32 bytes from the system's randomness.
+fn random_bytes() -> [u8; 32] {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+        // No entropy source at all: still bytes nobody else has.
+        let fallback = format!("{:?}{:?}", std::process::id(), Instant::now());
+        let digest = ring::digest::digest(&ring::digest::SHA256, fallback.as_bytes());
+        bytes.copy_from_slice(digest.as_ref());
+    }
+    bytes
+}
+
 /// A fresh random secret, for when `TALLY_SALT_SECRET` is not set.
 pub fn random_secret() -> Secret {
-    use ring::rand::SecureRandom;
-    let mut bytes = vec![0u8; 32];
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
-        // No entropy source at all: still a secret nobody else has.
-        bytes = format!("{:?}{:?}", std::process::id(), Instant::now()).into_bytes();
-    }
-    Secret::new(bytes)
+    Secret::new(random_bytes().to_vec())
 }
 
 /// The shared salt with its per-instance cache.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct SharedSalt {
-    secret: Secret,
     cache: Mutex<HashMap<Date, (DailySalt, Option<Instant>)>>,
 }
 
 impl SharedSalt {
-    /// A shared salt whose local candidate derives from `secret`.
-    pub fn new(secret: Secret) -> Self {
-        Self {
-            secret,
-            cache: Mutex::new(HashMap::new()),
-        }
+    /// A shared salt with an empty cache.
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// The salt of `day` (a site-local date), from the cache, the shared item,
@@ -69,14 +75,14 @@ impl SharedSalt {
         if let Some(salt) = self.cached(day) {
             return (salt, SaltSource::Cache);
         }
-        let local = daily_salt(&self.secret, day);
+        let local = DailySalt::from_bytes(random_bytes());
         match shared(store, day, &local).await {
             Ok(salt) => {
                 self.remember(day, salt.clone(), None);
                 (salt, SaltSource::Shared)
             }
             Err(err) => {
-                tracing::warn!(error = %err, "shared salt unavailable, using the local salt");
+                tracing::warn!(error = %err, "shared salt unavailable, using a local random salt");
                 self.remember(day, local.clone(), Some(Instant::now()));
                 (local, SaltSource::Fallback)
             }

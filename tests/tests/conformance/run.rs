@@ -44,10 +44,7 @@ impl Rig {
         let other = Site::new("other.conformance", &["other.example".into()], "UTC", 0).unwrap();
         store.create_site(&other).await.unwrap();
         let other_key = tally_tests::new_key(&store, &other.id, 9).await;
-        let ingest = DynamoIngest::new(
-            store.clone(),
-            tally_store::salt::SharedSalt::new(tally_store::salt::random_secret()),
-        );
+        let ingest = DynamoIngest::new(store.clone(), tally_store::salt::SharedSalt::new());
         let query = DynamoQuery::new(store.clone());
         Self {
             h,

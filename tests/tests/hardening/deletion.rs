@@ -14,7 +14,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
 use tally_store::item::Item;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::console::{Browser, Console, Now, owner};
 use tally_tests::seed::{store_events, traffic};
 use tally_tests::{Api, collect_request, run_job, status_and_json};
@@ -137,7 +137,7 @@ async fn a_deleted_site_leaves_no_item_and_its_id_starts_empty() {
     let start = console.clock.now_ms();
 
     // A warm ingest instance holds the site in its cache.
-    let ingest = DynamoIngest::new(console.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(console.store.clone(), SharedSalt::new());
     let ingest_config = tally_ingest::Config::default();
     let beacon = |n: u32| {
         collect_request(

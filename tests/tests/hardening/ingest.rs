@@ -22,7 +22,7 @@ use tally_ingest::store::{DynamoIngest, IngestStore};
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
 use tally_store::item::{Item, string};
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::generator::base36;
 use tally_tests::{Harness, post_request};
 use time::macros::date;
@@ -51,7 +51,7 @@ impl Rig {
         let mut site = Site::new(SITE, &[SITE.into()], "UTC", 0).unwrap();
         site.exclude_paths = vec!["/admin".into(), "/private/*".into()];
         h.store.create_site(&site).await.unwrap();
-        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+        let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
         Self {
             h,
             ingest,

@@ -20,7 +20,7 @@ use tally_core::zone::utc_midnight;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::Harness;
 use time::macros::date;
 
@@ -66,7 +66,7 @@ impl Rig {
         }
         h.store.create_site(&site).await.unwrap();
         Self {
-            ingest: DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret())),
+            ingest: DynamoIngest::new(h.store.clone(), SharedSalt::new()),
             h,
             clock: ManualClock::at(utc_midnight(date!(2026 - 12 - 01)) + 10 * HOUR_MS),
             // Every bot signal, as the deployed function runs.
@@ -485,7 +485,7 @@ async fn the_console_shows_the_secret_once_and_ingest_trusts_it() {
     );
     // Ingest on the same table trusts it.
     let rig = Rig {
-        ingest: DynamoIngest::new(console.store.clone(), SharedSalt::new(random_secret())),
+        ingest: DynamoIngest::new(console.store.clone(), SharedSalt::new()),
         h: Harness::start().await,
         clock: ManualClock::at(utc_midnight(date!(2026 - 12 - 01)) + 10 * HOUR_MS),
         config: Config {
@@ -519,7 +519,7 @@ async fn the_console_shows_the_secret_once_and_ingest_trusts_it() {
     );
     // (ingest's site cache is per instance: a fresh one reads the change)
     let rig = Rig {
-        ingest: DynamoIngest::new(console.store.clone(), SharedSalt::new(random_secret())),
+        ingest: DynamoIngest::new(console.store.clone(), SharedSalt::new()),
         ..rig
     };
     let now = console.clock.now_ms();

@@ -28,7 +28,7 @@ use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
-use tally_store::salt::{SharedSalt, random_secret};
+use tally_store::salt::SharedSalt;
 use tally_tests::{Api, Harness, collect_request, post_request};
 use time::Date;
 use time::macros::date;
@@ -67,7 +67,7 @@ async fn item_keys(h: &Harness) -> BTreeSet<(String, String)> {
 /// Sends `body` to ingest's `path` at `at` from a visitor of its own (one
 /// address per `visitor`); it must be accepted.
 async fn send(h: &Harness, path: &str, body: &str, visitor: u8, at: i64) {
-    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new(random_secret()));
+    let ingest = DynamoIngest::new(h.store.clone(), SharedSalt::new());
     let ip = format!("198.51.100.{visitor}");
     let request = if path == "/collect" {
         collect_request(body, &ip, CHROME)
