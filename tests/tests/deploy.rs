@@ -708,3 +708,164 @@ fn the_alarms_watch_metrics_the_functions_write() {
         "AWS::CloudWatch::Dashboard"
     );
 }
+
+/// A failed first deploy can be retried, and a kept or restored table
+/// adopted (issue 30, item 5): the table is retained on stack deletion but
+/// not on a failed creation, and with `ExistingTableName` the stack makes
+/// no table while every function, policy, alarm and output names the
+/// adopted one. Nothing refers to the table resource itself, which an
+/// adopting stack does not have.
+#[test]
+fn a_failed_first_deploy_retries_and_an_existing_table_is_adopted() {
+    let t = template();
+    let table = &t["Resources"]["Table"];
+    assert_eq!(table["DeletionPolicy"], "RetainExceptOnCreate");
+    assert_eq!(table["UpdateReplacePolicy"], "Retain");
+    let text = std::fs::read_to_string(repo().join("template.yaml")).unwrap();
+    for reference in ["!GetAtt Table.", "!Ref Table\n", "Table.Arn"] {
+        assert!(!text.contains(reference), "{reference:?} in template.yaml");
+    }
+    assert!(resources(&t, &[]).contains_key("Table"));
+    let adopt = [("ExistingTableName", "tally-restored")];
+    assert!(!resources(&t, &adopt).contains_key("Table"));
+    // The name every reference resolves to, for some parameters.
+    let name = |v: &Value, params: &[(&str, &str)]| -> String {
+        let v = pick(&t, v, params);
+        match v {
+            Value::Tagged(r) if r.tag == "Ref" => {
+                let p = r.value.as_str().unwrap();
+                params
+                    .iter()
+                    .find(|(k, _)| *k == p)
+                    .map(|(_, v)| (*v).to_owned())
+                    .unwrap_or_else(|| t["Parameters"][p]["Default"].as_str().unwrap().to_owned())
+            }
+            other => panic!("not a name: {other:?}"),
+        }
+    };
+    for (params, expected) in [(&[][..], "tally"), (&adopt[..], "tally-restored")] {
+        let env = &t["Globals"]["Function"]["Environment"]["Variables"]["TABLE_NAME"];
+        assert_eq!(name(env, params), expected);
+        for function in [
+            "IngestFunction",
+            "QueryFunction",
+            "ConsoleFunction",
+            "RollupFunction",
+        ] {
+            let policies = t["Resources"][function]["Properties"]["Policies"]
+                .as_sequence()
+                .unwrap();
+            let statements = policies
+                .iter()
+                .map(|p| pick(&t, p, params))
+                .flat_map(|p| p["Statement"].as_sequence().cloned().unwrap_or_default())
+                .filter(|s| {
+                    s["Action"].as_sequence().is_some_and(|a| {
+                        a.iter()
+                            .any(|a| a.as_str().unwrap().starts_with("dynamodb:"))
+                    })
+                })
+                .collect::<Vec<_>>();
+            assert!(!statements.is_empty(), "{function}");
+            for s in statements {
+                let Value::Tagged(sub) = &s["Resource"] else {
+                    panic!("{function}: {:?}", s["Resource"])
+                };
+                assert_eq!(sub.tag, "Sub");
+                let parts = sub.value.as_sequence().unwrap();
+                assert!(parts[0].as_str().unwrap().ends_with(":table/${Name}"));
+                assert_eq!(name(&parts[1]["Name"], params), expected, "{function}");
+            }
+        }
+        for alarm in ["TableWriteThrottlesAlarm", "TableReadThrottlesAlarm"] {
+            let dims = &t["Resources"][alarm]["Properties"]["Dimensions"][0];
+            assert_eq!(name(&dims["Value"], params), expected, "{alarm}");
+        }
+        assert_eq!(name(&t["Outputs"]["TableName"]["Value"], params), expected);
+    }
+}
+
+/// The restore runbook rehearsed (infra/README.md, "Restoring the
+/// table"): a restore makes a new table holding every item, and the
+/// functions pointed at it answer every report as before, and go on
+/// counting (a page view stored and rolled up there).
+#[tokio::test]
+async fn a_restored_copy_of_the_table_answers_every_report_the_same() {
+    use tally_core::zone::utc_midnight;
+    use tally_core::{DAY_MS, HOUR_MS};
+    use tally_query::store::DynamoQuery;
+    use tally_store::{ClientOptions, Store};
+    use tally_tests::seed::{store_events, traffic};
+    let h = Harness::start().await;
+    let site = Site::new("kept", &["kept.example".into()], "Europe/Paris", 0).unwrap();
+    h.store.create_site(&site).await.unwrap();
+    let key = tally_tests::new_key(&h.store, "kept", 3).await;
+    let now = utc_midnight(time::macros::date!(2026 - 12 - 01)) + 14 * HOUR_MS;
+    store_events(&h.store, &site, &traffic(&site, now - 6 * DAY_MS, 6, 40, 7)).await;
+    tally_tests::run_job(&h.store, now).await;
+
+    // The restore: a new table with every item.
+    let restored = Store::connect(&ClientOptions::local(&h.endpoint), "tally-restored").await;
+    tally_store::table::ensure_table(restored.client(), "tally-restored")
+        .await
+        .unwrap();
+    let items = h.scan().await;
+    for item in &items {
+        restored
+            .client()
+            .put_item()
+            .table_name("tally-restored")
+            .set_item(Some(item.clone()))
+            .send()
+            .await
+            .unwrap();
+    }
+    let config = tally_query::Config::default();
+    let reports = [
+        "stats?period=7d",
+        "timeseries?period=7d",
+        "breakdown/page?period=7d",
+        "breakdown/source?period=7d",
+        "breakdown/country?period=7d",
+        "stats?period=7d&filters=country%3D%3DDE",
+    ];
+    let read = |store: Store| {
+        let api = tally_tests::Api {
+            query: DynamoQuery::new(store),
+            site: "kept".into(),
+            key: key.clone(),
+            now,
+        };
+        let config = &config;
+        async move {
+            let mut out = Vec::new();
+            for path in reports {
+                let (status, body) = api.call(config, path).await;
+                assert_eq!(status, 200, "{path}: {body}");
+                out.push(body);
+            }
+            out
+        }
+    };
+    let before = read(h.store.clone()).await;
+    assert!(
+        before[0]["results"]["visitors"].as_u64().unwrap() > 0,
+        "{}",
+        before[0]
+    );
+    assert_eq!(read(restored.clone()).await, before);
+
+    // Counting goes on in the restored table.
+    let ingest = DynamoIngest::new(restored.clone(), SharedSalt::new());
+    let body = r#"{"s":"kept","u":"https://kept.example/after-restore"}"#;
+    let request = tally_tests::collect_request(body, "203.0.113.50", tally_tests::console::UA);
+    let (status, _) =
+        status_and_json(handle(&ingest, &ManualClock::at(now), &Config::default(), request).await);
+    assert_eq!(status, 202);
+    tally_tests::run_job(&restored, now + HOUR_MS).await;
+    let after = read(restored).await;
+    assert_eq!(
+        after[0]["results"]["pageviews"].as_u64().unwrap(),
+        before[0]["results"]["pageviews"].as_u64().unwrap() + 1
+    );
+}
