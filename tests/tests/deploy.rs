@@ -421,6 +421,23 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
     ));
 }
 
+/// An origin secret as an operator would give it.
+const ORIGIN_SECRET: &str = "0123456789abcdef0123456789abcdef";
+
+#[test]
+fn behind_cloudfront_needs_the_origin_secret() {
+    let t = template();
+    let behind = [("BehindCloudFront", "true")];
+    assert!(!rules_hold(&t, &behind), "no secret: refused");
+    assert!(rules_hold(
+        &t,
+        &[
+            ("BehindCloudFront", "true"),
+            ("OriginVerifySecret", ORIGIN_SECRET)
+        ]
+    ));
+}
+
 #[test]
 fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
     // Ingest trusts CloudFront-Viewer-Address and the geography headers
@@ -438,6 +455,7 @@ fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
                     ("BehindCloudFront", behind),
                     ("IngestFrontDoor", ingest),
                     ("QueryFrontDoor", query),
+                    ("OriginVerifySecret", ORIGIN_SECRET),
                 ];
                 let taken = rules_hold(&t, &params);
                 assert_eq!(
@@ -456,6 +474,16 @@ fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
                     &params,
                 ) == "1";
                 assert_eq!(trusts, behind == "true", "{params:?}");
+                let secret = pick(
+                    &t,
+                    &t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"]["TALLY_ORIGIN_SECRET"],
+                    &params,
+                );
+                let given = matches!(secret, Value::Tagged(r) if r.tag == "Ref" && r.value == "OriginVerifySecret");
+                assert_eq!(
+                    given, trusts,
+                    "{params:?}: the origin secret with the trust"
+                );
                 let disabled = pick(
                     &t,
                     &t["Resources"]["HttpApi"]["Properties"]["DisableExecuteApiEndpoint"],
@@ -544,6 +572,7 @@ fn the_jobs_report_links_point_at_the_console() {
     ] {
         let params = [
             ("BehindCloudFront", "true"),
+            ("OriginVerifySecret", ORIGIN_SECRET),
             ("EmailFrom", email),
             ("PublicUrl", public),
         ];

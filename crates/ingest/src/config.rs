@@ -35,10 +35,11 @@ pub struct Config {
     /// Payload limits of `/api/event` (Plausible's: 30 properties, keys of
     /// 300 bytes, values of 2,000).
     pub events_api_limits: Limits,
-    /// Whether the function sits behind CloudFront, so its viewer headers
-    /// (`CloudFront-Viewer-Address`, `-Country`, `-Country-Region`, `-City`)
-    /// are trusted for the client address and geography.
-    pub behind_cloudfront: bool,
+    /// Set when the function sits behind the deployment's CloudFront: its
+    /// viewer headers (`CloudFront-Viewer-Address`, `-Country`,
+    /// `-Country-Region`, `-City`) are trusted for the client address and
+    /// geography on requests that carry the origin secret.
+    pub cloudfront: Option<tally_lambda::request::OriginVerify>,
     /// What this instance has done since it started.
     pub counters: Counters,
     /// Per client network and site per minute (`None`: unlimited).
@@ -227,7 +228,7 @@ impl Default for Config {
         Self {
             limits: Limits::default(),
             events_api_limits: tally_core::plausible::limits(),
-            behind_cloudfront: false,
+            cloudfront: None,
             counters: Counters::default(),
             client_budget: Some(DEFAULT_CLIENT_BUDGET),
             site_budget: Some(DEFAULT_SITE_BUDGET),
@@ -277,7 +278,8 @@ fn bytes_budget(name: &str, events: Option<u32>) -> Option<u32> {
 }
 
 impl Config {
-    /// Settings from the environment: `TALLY_BEHIND_CLOUDFRONT=1`,
+    /// Settings from the environment: `TALLY_BEHIND_CLOUDFRONT=1` with
+    /// `TALLY_ORIGIN_SECRET` ([`tally_lambda::request::OriginVerify`]),
     /// `TALLY_CLIENT_BUDGET` and `TALLY_SITE_BUDGET` (events per minute, or
     /// `off`), `TALLY_CLIENT_BYTES` and `TALLY_SITE_BYTES` (stored bytes per
     /// minute, or `off`; unset, [`BYTES_PER_EVENT`] times the event budget);
@@ -288,10 +290,7 @@ impl Config {
         let client_budget = budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET);
         let site_budget = budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET);
         Self {
-            behind_cloudfront: matches!(
-                std::env::var("TALLY_BEHIND_CLOUDFRONT").as_deref(),
-                Ok("1" | "true" | "yes")
-            ),
+            cloudfront: tally_lambda::request::OriginVerify::from_env(),
             client_budget,
             site_budget,
             client_bytes: bytes_budget("TALLY_CLIENT_BYTES", client_budget),

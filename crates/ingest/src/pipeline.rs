@@ -108,9 +108,11 @@ impl<'a> Facts<'a> {
 /// Step 1: the request's facts.
 pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) -> Facts<'a> {
     let user_agent = header(request, "user-agent").unwrap_or_default();
+    // CloudFront's viewer headers, only on a request that came through it.
+    let viewer = config.cloudfront.as_ref().is_some_and(|v| v.holds(request));
     Facts {
         body: request.body(),
-        ip: client_ip(request, config.behind_cloudfront),
+        ip: client_ip(request, viewer),
         user_agent,
         headers: headers::RequestHeaders {
             user_agent,
@@ -121,7 +123,7 @@ pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) ->
             forwarded: false,
         },
         origin: header(request, "origin"),
-        geo: config.behind_cloudfront.then(|| Geo {
+        geo: viewer.then(|| Geo {
             country: header(request, "cloudfront-viewer-country"),
             region: header(request, "cloudfront-viewer-country-region"),
             city: header(request, "cloudfront-viewer-city"),

@@ -454,7 +454,13 @@ async fn ingest(
     at: Millis,
 ) -> Answer {
     let mut request = tally_tests::post_request("/api/event", body, ip, "");
-    let viewer = [("cloudfront-viewer-address".to_owned(), format!("{ip}:443"))];
+    let viewer = [
+        ("cloudfront-viewer-address".to_owned(), format!("{ip}:443")),
+        (
+            tally_lambda::request::ORIGIN_VERIFY_HEADER.to_owned(),
+            ORIGIN_SECRET.to_owned(),
+        ),
+    ];
     for (k, v) in viewer.iter().chain(headers) {
         if let (Ok(name), Ok(value)) = (
             http::HeaderName::from_bytes(k.as_bytes()),
@@ -464,12 +470,15 @@ async fn ingest(
         }
     }
     let config = tally_ingest::Config {
-        behind_cloudfront: true,
+        cloudfront: tally_lambda::request::OriginVerify::new(ORIGIN_SECRET),
         ..tally_ingest::Config::default()
     };
     let clock = ManualClock::at(at);
     answer(tally_ingest::handle(&rig.ingest, &clock, &config, request).await)
 }
+
+/// The origin secret the conformance run's CloudFront adds.
+const ORIGIN_SECRET: &str = "conformance-origin-secret-0123456789abcdef";
 
 /// A query request at the case's clock (one second after it).
 async fn query(ctx: &Ctx<'_>, request: http::Request<Body>) -> Answer {

@@ -543,3 +543,74 @@ async fn the_console_shows_the_secret_once_and_ingest_trusts_it() {
         "accepted"
     );
 }
+
+/// The deployment's own CloudFront (issue 30, item 4): its
+/// `CloudFront-Viewer-*` headers are trusted only on a request carrying
+/// the origin secret CloudFront adds. A caller who reaches the origin
+/// another way and forges them (without the secret, or with a wrong one)
+/// is counted as the address it connects from, and its country is not
+/// taken.
+#[tokio::test]
+async fn cloudfront_viewer_headers_are_trusted_only_with_the_origin_secret() {
+    const ORIGIN: &str = "origin-secret-0123456789abcdef0123456789";
+    let mut rig = Rig::new(None).await;
+    rig.config.cloudfront = tally_lambda::request::OriginVerify::new(ORIGIN);
+    let viewer = visitor_ip(1);
+    let caller = visitor_ip(2);
+    let body =
+        |n: usize| format!(r#"{{"s":"{SITE}","u":"https://{SITE}/p{n}","eid":"cf{n:010}"}}"#);
+    let browser = |extra: &[(&'static str, String)]| {
+        let mut h = vec![
+            ("user-agent", CHROME.to_owned()),
+            ("accept-language", "en-NZ,en;q=0.9".to_owned()),
+            ("origin", format!("https://{SITE}")),
+        ];
+        h.extend_from_slice(extra);
+        h
+    };
+    let forged = |secret: Option<&str>| {
+        let mut h = vec![
+            ("cloudfront-viewer-address", format!("{viewer}:51234")),
+            ("cloudfront-viewer-country", "NZ".to_owned()),
+        ];
+        if let Some(s) = secret {
+            h.push((tally_lambda::request::ORIGIN_VERIFY_HEADER, s.to_owned()));
+        }
+        browser(&h)
+    };
+    // 1: the viewer, straight; 2: the caller, straight; 3: the viewer
+    // through CloudFront (an edge address, the secret); 4 and 5: the
+    // caller forging the viewer's headers, without and with a wrong secret.
+    let sends: [(&str, Vec<(&'static str, String)>); 5] = [
+        (&viewer, browser(&[])),
+        (&caller, browser(&[])),
+        ("13.224.0.1", forged(Some(ORIGIN))),
+        (&caller, forged(None)),
+        (
+            &caller,
+            forged(Some("origin-secret-0123456789abcdef0123456788")),
+        ),
+    ];
+    for (n, (peer, headers)) in sends.iter().enumerate() {
+        let (status, outcome) = rig.send("/collect", peer, headers, &body(n + 1)).await;
+        assert_eq!((status, outcome.as_str()), (202, "accepted"), "{n}");
+    }
+    let events = rig.events().await;
+    let of = |n: usize| {
+        events
+            .iter()
+            .find(|e| e.path == format!("/p{n}"))
+            .unwrap_or_else(|| panic!("/p{n}"))
+    };
+    assert_eq!(of(3).vid, of(1).vid, "through CloudFront: the viewer");
+    assert_eq!(of(3).country.as_deref(), Some("NZ"));
+    for forged in [4, 5] {
+        assert_eq!(
+            of(forged).vid,
+            of(2).vid,
+            "{forged}: the caller's own address"
+        );
+        assert_ne!(of(forged).vid, of(1).vid);
+        assert_ne!(of(forged).country.as_deref(), Some("NZ"), "{forged}");
+    }
+}
