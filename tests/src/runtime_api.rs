@@ -45,6 +45,19 @@ pub async fn cold_start(
     event: &str,
     timeout: Duration,
 ) -> Result<ColdStart, String> {
+    cold_start_via(None, binary, env, event, timeout).await
+}
+
+/// [`cold_start`] with `runner` in front of the binary when given (an
+/// emulator such as `qemu-aarch64-static` for another architecture's
+/// bootstrap).
+pub async fn cold_start_via(
+    runner: Option<&str>,
+    binary: &str,
+    env: &[(&str, String)],
+    event: &str,
+    timeout: Duration,
+) -> Result<ColdStart, String> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
@@ -65,7 +78,14 @@ pub async fn cold_start(
         }
     });
     let started = Instant::now();
-    let mut cmd = Command::new(binary);
+    let mut cmd = match runner {
+        Some(runner) => {
+            let mut cmd = Command::new(runner);
+            cmd.arg(binary);
+            cmd
+        }
+        None => Command::new(binary),
+    };
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("AWS_LAMBDA_RUNTIME_API", addr.to_string())

@@ -550,3 +550,98 @@ async fn the_twenty_first_sign_in_ends_the_least_recently_used_session() {
     assert_eq!(first.call(&console, "GET", "me", None).await.0, 200);
     assert_eq!(browsers[1].call(&console, "GET", "me", None).await.0, 200);
 }
+
+/// The first owner without a Rust toolchain (issue 30): the token
+/// `infra/scripts/setup-token.sh` writes with the AWS CLI is the item
+/// `tally setup-token` stores. The script is run with an `aws` stand-in on
+/// `PATH` that records its arguments; the recorded item is written as the
+/// CLI would write it, and the console's setup takes the printed token,
+/// once.
+#[tokio::test]
+async fn the_shell_setup_token_signs_the_first_owner_in_once() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let console = Console::start().await;
+    let dir = std::env::temp_dir().join(format!("tally-aws-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let recorded = dir.join("args");
+    let aws = dir.join("aws");
+    std::fs::write(
+        &aws,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\n",
+            recorded.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&aws, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../infra/scripts/setup-token.sh"
+    );
+    let out = std::process::Command::new(script)
+        .args(["tally", "eu-central-1"])
+        .env(
+            "PATH",
+            format!("{}:{}", dir.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(token::is_setup_token(&token), "{token}");
+    let args: Vec<String> = std::fs::read_to_string(&recorded)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let arg = |name: &str| {
+        let at = args.iter().position(|a| a == name).unwrap();
+        args[at + 1].clone()
+    };
+    assert_eq!(args[..2], ["dynamodb", "put-item"]);
+    assert_eq!(
+        (arg("--table-name"), arg("--region")),
+        ("tally".into(), "eu-central-1".into())
+    );
+    let item: serde_json::Value = serde_json::from_str(&arg("--item")).unwrap();
+    let item: std::collections::HashMap<String, AttributeValue> = item
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let value = match (v.get("S"), v.get("N")) {
+                (Some(s), _) => AttributeValue::S(s.as_str().unwrap().to_owned()),
+                (_, Some(n)) => AttributeValue::N(n.as_str().unwrap().to_owned()),
+                _ => panic!("{k}: {v}"),
+            };
+            (k.clone(), value)
+        })
+        .collect();
+    console
+        .store
+        .client()
+        .put_item()
+        .table_name("tally")
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    // The script's clock is the real one: the console checks it there.
+    console.clock.set(tally_store::clock::Clock::now(
+        &tally_store::clock::SystemClock,
+    ));
+    let form = json!({"token": token, "email": "owner@example.com", "password": PASSWORD});
+    let mut b = Browser::new("198.51.100.1");
+    let (status, body) = b.call(&console, "POST", "setup", Some(form.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(b.call(&console, "GET", "me", None).await.0, 200);
+    let (status, _) = Browser::new("198.51.100.2")
+        .call(&console, "POST", "setup", Some(form))
+        .await;
+    assert_ne!(status, 200, "the token works once");
+}

@@ -898,3 +898,35 @@ async fn a_restored_copy_of_the_table_answers_every_report_the_same() {
         before[0]["results"]["pageviews"].as_u64().unwrap() + 1
     );
 }
+
+/// Each function's description names the release it runs (the workspace
+/// version, as `/health` and every log line do): a release bumps both.
+#[test]
+fn each_function_names_the_release_it_runs() {
+    let t = template();
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap();
+    for function in [
+        "IngestFunction",
+        "QueryFunction",
+        "ConsoleFunction",
+        "RollupFunction",
+    ] {
+        let description = t["Resources"][function]["Properties"]["Description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            description.starts_with(&format!("Tally {version} ")),
+            "{function}: {description}"
+        );
+    }
+    let changelog = std::fs::read_to_string(repo().join("CHANGELOG.md")).unwrap();
+    assert!(
+        changelog.contains(&format!("## {version}")),
+        "CHANGELOG.md has a section for {version}"
+    );
+}

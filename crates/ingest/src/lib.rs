@@ -14,7 +14,7 @@
 //!   Plausible-compatible mode;
 //!
 //! Both event routes are parsers in front of one [`pipeline`].
-//! - `GET /health`: liveness and this instance's counters.
+//! - `GET /health`: liveness, the release (`version`) and this instance's counters.
 //!
 //! [`handle`] is a plain async function over the [`IngestStore`] port and a
 //! [`Clock`], so it is tested without AWS; `main.rs` only wires it to
@@ -55,7 +55,7 @@ pub async fn handle<S: IngestStore, C: Clock>(
         ("OPTIONS", "/collect" | "/api/event") => http_util::preflight(),
         ("GET" | "HEAD", "/health" | "") => json(
             200,
-            &serde_json::json!({"status": "ok", "service": "ingest", "counters": config.counters.snapshot()}),
+            &serde_json::json!({"status": "ok", "service": "ingest", "version": tally_lambda::VERSION, "counters": config.counters.snapshot()}),
         ),
         (
             _,

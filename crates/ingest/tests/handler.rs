@@ -337,5 +337,13 @@ async fn health_reports_the_instance_counters() {
     let json: serde_json::Value = serde_json::from_slice(body).unwrap();
     assert_eq!(json["counters"]["accepted"], 1);
     assert_eq!(json["counters"]["duplicates"], 1);
+    // The release, as the workspace's manifest names it.
+    let manifest = include_str!("../../../Cargo.toml");
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap();
+    assert_eq!(json["version"], version);
     assert_eq!(store.events.lock().unwrap().len(), 1);
 }

@@ -7,9 +7,16 @@
 //! - [`request`]: what an HTTP request says about its client.
 //! - [`metrics`]: CloudWatch Embedded Metric Format lines on stdout.
 //! - [`page`]: the HTML pages' security headers (a CSP of hashes).
+//! - [`VERSION`]: the release every function, log line and `/health`
+//!   answer names.
 
 pub mod error_body;
 pub mod logging;
 pub mod metrics;
 pub mod page;
 pub mod request;
+
+/// The release (the workspace version, CHANGELOG.md): in every log line,
+/// every `/health` answer and each function's description in
+/// `template.yaml`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

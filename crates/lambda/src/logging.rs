@@ -27,6 +27,49 @@ pub fn init_tracing_with(directives: &str) {
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_current_span(false)
         .with_target(false)
-        .with_writer(std::io::stderr)
+        .with_writer(|| Versioned(std::io::stderr()))
         .try_init();
+}
+
+/// A writer that puts `"version":"…"` ([`crate::VERSION`]) first in every
+/// JSON line it is given (the formatter writes each line whole).
+struct Versioned<W>(W);
+
+impl<W: std::io::Write> std::io::Write for Versioned<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match buf.strip_prefix(b"{") {
+            Some(rest) => {
+                let mut line = format!("{{\"version\":\"{}\",", crate::VERSION).into_bytes();
+                line.extend_from_slice(rest);
+                self.0.write_all(&line)
+            }
+            None => self.0.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn every_json_line_names_the_version() {
+        let mut out = Versioned(Vec::new());
+        out.write_all(b"{\"level\":\"INFO\",\"fields\":{}}\n")
+            .unwrap();
+        let line: serde_json::Value = serde_json::from_slice(&out.0).unwrap();
+        assert_eq!(line["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(line["level"], "INFO");
+    }
 }

@@ -111,6 +111,8 @@ pub async fn handle_with<S: QueryStore, C: Clock>(
 struct Health {
     status: &'static str,
     service: &'static str,
+    /// The release ([`tally_lambda::VERSION`]).
+    version: &'static str,
 }
 
 async fn route<S: QueryStore, C: Clock>(
@@ -133,6 +135,7 @@ async fn route<S: QueryStore, C: Clock>(
             &Health {
                 status: "ok",
                 service: "query",
+                version: tally_lambda::VERSION,
             },
         )),
         ("POST", ["api", "v2", "query"]) => {

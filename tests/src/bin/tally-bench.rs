@@ -7,6 +7,7 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- segments    # compacting a 1.1M-event day: encode speed, bytes, read from segments vs raw
 //! cargo run --release -p tally-tests --bin tally-bench -- history     # a 365-day filtered query on a site with 1,000 events a day
 //! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
+//! cargo run -p tally-tests --bin tally-bench -- shipped dist/tally-0.1.0   # the zips `.ci/release` made, run as they ship (arm64 under qemu-aarch64-static)
 //! cargo build --release -p tally-tests -p tally && ./target/release/tally-bench export   # `tally export` of 110k and 1.1M events: peak memory
 //! cargo build --release -p tally-tests -p tally-rollup && ./target/release/tally-bench job   # the job's peak memory for a site's busiest hour
 //! cargo build --profile perf -p tally-tests -p tally-query --bin tally-bench --bin tally-query && ./target/perf/tally-bench scale   # reads of 1, 7 and 30 busy days through the query bootstrap
@@ -60,9 +61,10 @@ async fn main() {
         "export" => export_bench().await,
         "job" => job_bench().await,
         "scale" => scale_bench().await,
+        "shipped" => shipped().await,
         _ => {
             println!(
-                "usage: tally-bench dashboard|year|fold|segments|history|coldstart|export|job|scale"
+                "usage: tally-bench dashboard|year|fold|segments|history|coldstart|export|job|scale|shipped DIR"
             )
         }
     }
@@ -690,6 +692,220 @@ async fn coldstart() {
             firsts[5],
             peak as f64 / 1024.0
         );
+    }
+}
+
+/// The release as it ships (issue 30): each bootstrap zip `.ci/release`
+/// made is unpacked and run, under `qemu-aarch64-static` (or `$QEMU`) when
+/// it is arm64 on another host, through the emulated Lambda runtime API
+/// against the embedded store. Ingest stores a page view, query counts it
+/// with the page views stored before (an independent count of the table),
+/// the job compacts and rolls up the day before, and the console signs the
+/// first owner in. Exits non-zero on any failure.
+async fn shipped() {
+    use tally_core::event::Kind;
+    let dir = std::env::args()
+        .nth(2)
+        .expect("usage: tally-bench shipped DIST_DIR");
+    let h = Harness::start().await;
+    let site = Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap();
+    h.store.create_site(&site).await.unwrap();
+    let key = "tk_0123456789abcdef0123456789abcdef01234567.example.com";
+    tally_tests::put_key(&h.store, "example.com", key).await;
+    let now = tally_store::clock::Clock::now(&tally_store::clock::SystemClock);
+    let zone = tally_core::zone::Zone::parse("Europe/Berlin").unwrap();
+    let today = zone.local_date(now);
+    let yesterday = today.previous_day().unwrap();
+    store_events(
+        &h.store,
+        &site,
+        &traffic(&site, zone.day_start(yesterday), 1, 30, 5),
+    )
+    .await;
+    let setup = tally_core::account::token::setup_token(&[7; 20]);
+    h.store
+        .put_setup_token(&tally_core::account::SetupToken::new(
+            tally_core::account::token::hash_token(&setup),
+            now,
+        ))
+        .await
+        .unwrap();
+    let env = vec![
+        ("DYNAMODB_ENDPOINT", h.endpoint.clone()),
+        ("TABLE_NAME", "tally".to_owned()),
+        ("TALLY_ENV", "production".to_owned()),
+        (
+            "TALLY_SALT_SECRET",
+            "shipped-secret-0123456789abcdef0123456789".to_owned(),
+        ),
+    ];
+    let fixture = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("infra/events/{name}")).unwrap())
+            .unwrap()
+    };
+    let mut pageview = fixture("ingest-pageview.json");
+    pageview["body"] = serde_json::json!({
+        "s": "example.com", "sid": "shipped", "e": "pageview", "p": {},
+        "u": "https://example.com/shipped", "r": "", "t": "Shipped",
+        "sw": 1440, "sh": 900, "tz": "Europe/Berlin", "eid": "shippedpageview00001"
+    })
+    .to_string()
+    .into();
+    let mut signin = fixture("query-stats.json");
+    signin["rawPath"] = "/api/console/setup".into();
+    signin["rawQueryString"] = "".into();
+    signin["queryStringParameters"] = serde_json::json!({});
+    signin["routeKey"] = "POST /api/console/{proxy+}".into();
+    signin["requestContext"]["http"]["method"] = "POST".into();
+    signin["requestContext"]["http"]["path"] = "/api/console/setup".into();
+    signin["headers"]["content-type"] = "application/json".into();
+    signin["headers"]["origin"] = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com".into();
+    signin["headers"]
+        .as_object_mut()
+        .unwrap()
+        .remove("authorization");
+    signin["body"] = serde_json::json!({
+        "token": setup, "email": "owner@example.com", "password": "a long enough passphrase"
+    })
+    .to_string()
+    .into();
+    let pageviews = |items: Vec<tally_store::item::Item>| {
+        tally_tests::reference::decode_events(items, "example.com")
+            .iter()
+            .filter(|e| e.kind == Kind::PageView)
+            .count()
+    };
+    let stored_before = pageviews(h.event_items().await);
+    let unpacked = std::env::temp_dir().join(format!("tally-shipped-{}", std::process::id()));
+    let mut failed = false;
+    for (function, event) in [
+        ("tally-ingest", pageview),
+        ("tally-query", fixture("query-stats.json")),
+        ("tally-rollup", fixture("schedule.json")),
+        ("tally-console", signin),
+    ] {
+        let zip = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{function}-")) && n.ends_with(".zip"))
+            })
+            .unwrap_or_else(|| panic!("no {function}-*.zip in {dir}"));
+        let into = unpacked.join(function);
+        let unzip = std::process::Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(&zip)
+            .arg(&into)
+            .status()
+            .unwrap();
+        assert!(unzip.success(), "unzip {}", zip.display());
+        let bootstrap = into.join("bootstrap");
+        std::fs::set_permissions(
+            &bootstrap,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let bytes = std::fs::read(&bootstrap).unwrap();
+        let arm64 = bytes.get(18..20) == Some(&[0xb7, 0x00][..]);
+        let runner = (arm64 && std::env::consts::ARCH != "aarch64")
+            .then(|| std::env::var("QEMU").unwrap_or_else(|_| "qemu-aarch64-static".to_owned()));
+        let out = tally_tests::runtime_api::cold_start_via(
+            runner.as_deref(),
+            bootstrap.to_str().unwrap(),
+            &env,
+            &event.to_string(),
+            std::time::Duration::from_secs(120),
+        )
+        .await;
+        let verdict = match &out {
+            Err(e) => Err(e.clone()),
+            Ok(out) if out.error => Err(format!("runtime error: {}", out.response)),
+            Ok(out) => {
+                let response: serde_json::Value =
+                    serde_json::from_str(&out.response).unwrap_or_default();
+                let body: serde_json::Value = response["body"]
+                    .as_str()
+                    .and_then(|b| serde_json::from_str(b).ok())
+                    .unwrap_or_default();
+                match function {
+                    "tally-ingest" => {
+                        let stored = pageviews(h.event_items().await);
+                        (response["statusCode"] == 202 && stored == stored_before + 1)
+                            .then_some(())
+                            .ok_or(format!(
+                                "{response}; page views stored {stored_before} -> {stored}"
+                            ))
+                    }
+                    "tally-query" => {
+                        let stored = pageviews(h.event_items().await) as u64;
+                        (response["statusCode"] == 200
+                            && body["results"]["pageviews"].as_u64() == Some(stored))
+                        .then_some(())
+                        .ok_or(format!("{response}; {stored} page views stored"))
+                    }
+                    "tally-rollup" => {
+                        let day = tally_core::zone::format_date(yesterday);
+                        let items = h.scan().await;
+                        let has = |sk: &str| {
+                            items
+                                .iter()
+                                .any(|i| tally_store::item::string(i, "sk") == Some(sk))
+                        };
+                        let rolled = has(&format!("ROLLUP#DAY#{day}"));
+                        let manifests = items.iter().any(|i| {
+                            tally_store::item::string(i, "pk") == Some("SITE#example.com#SEG")
+                        });
+                        (rolled && manifests).then_some(()).ok_or(format!(
+                            "{}: rollup {rolled}, segments {manifests}",
+                            out.response
+                        ))
+                    }
+                    _ => {
+                        let owner = h.store.user_by_email("owner@example.com").await;
+                        let cookie = format!("{}", response["cookies"]).contains("tally_session=")
+                            || format!("{}", response["headers"]).contains("tally_session=")
+                            || format!("{}", response["multiValueHeaders"])
+                                .contains("tally_session=");
+                        (response["statusCode"] == 200 && cookie && matches!(owner, Ok(Some(_))))
+                            .then_some(())
+                            .ok_or(format!("{response}"))
+                    }
+                }
+            }
+        };
+        let arch = if arm64 {
+            "arm64"
+        } else {
+            std::env::consts::ARCH
+        };
+        match (&out, &verdict) {
+            (Ok(o), Ok(())) => println!(
+                "{function} ({arch}{}): ok, init {:.0} ms, answered at {:.0} ms, peak RSS {:.1} MB, {} bytes",
+                runner
+                    .as_deref()
+                    .map(|r| format!(" under {r}"))
+                    .unwrap_or_default(),
+                o.init.as_secs_f64() * 1000.0,
+                o.first_response.as_secs_f64() * 1000.0,
+                o.peak_rss_kib as f64 / 1024.0,
+                bytes.len()
+            ),
+            (_, Err(e)) => {
+                failed = true;
+                println!("{function} ({arch}): FAILED: {e}");
+            }
+            (Err(e), _) => {
+                failed = true;
+                println!("{function} ({arch}): FAILED: {e}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&unpacked);
+    if failed {
+        std::process::exit(1);
     }
 }
 
