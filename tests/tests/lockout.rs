@@ -10,7 +10,7 @@ use lambda_http::{Body, RequestExt};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tally_core::salt::Secret;
-use tally_core::tag::{TagKey, tagged_credential};
+use tally_core::tag::{TagKey, TagKeys, tagged_credential};
 use tally_query::store::DynamoQuery;
 use tally_store::RequestCounter;
 use tally_store::clock::ManualClock;
@@ -48,7 +48,7 @@ impl Deployment {
         let (store, counter) = console.second_store().await;
         let config = tally_query::Config {
             auth_failures_per_minute: 20,
-            tag_key: Some(TagKey::derive(&Secret::new(SECRET.to_vec()))),
+            tag_keys: Some(TagKeys::new(TagKey::derive(&Secret::new(SECRET.to_vec())))),
             ..tally_query::Config::default()
         };
         Self {
@@ -63,6 +63,11 @@ impl Deployment {
     /// `GET /api/sites/{SITE}/stats` from `ip` with a header: the status
     /// and the error code, if any.
     async fn stats(&self, ip: &str, header: (&str, &str)) -> (u16, Option<String>) {
+        self.stats_at(ip, header, START).await
+    }
+
+    /// [`Deployment::stats`] at `at`.
+    async fn stats_at(&self, ip: &str, header: (&str, &str), at: i64) -> (u16, Option<String>) {
         let mut context =
             lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext::default();
         context.http.source_ip = Some(ip.to_owned());
@@ -72,7 +77,7 @@ impl Deployment {
             .body(Body::Empty)
             .unwrap()
             .with_request_context(lambda_http::request::RequestContext::ApiGatewayV2(context));
-        let clock = ManualClock::at(START);
+        let clock = ManualClock::at(at);
         let response = tally_query::handle_with(&self.query, &clock, &self.config, request).await;
         let body: &[u8] = response.body();
         let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
@@ -197,7 +202,7 @@ async fn untagged_keys_made_before_tags_still_read_through_the_limiter() {
     let d = Deployment::start().await;
     let legacy = tally_tests::new_key(&d.console.store, SITE, 3).await;
     assert_eq!(
-        tally_core::tag::verify_tag(d.config.tag_key.as_ref().unwrap(), &legacy),
+        d.config.tag_keys.as_ref().unwrap().verify(&legacy, 0),
         tally_core::tag::TagVerdict::Untagged
     );
     assert_eq!(d.with_key(OFFICE, &legacy).await, (200, None));
@@ -374,4 +379,61 @@ async fn a_keys_power_follows_its_makers_role_on_every_use() {
         d.with_key(ip, &key).await,
         (401, Some("invalid_api_key".to_owned()))
     );
+}
+
+/// A rotation of the deployment secret (issue 30, item 6): a key, a shared
+/// link and a console session made before it keep reading while the
+/// previous secret is accepted (`TALLY_PREVIOUS_SECRET` until
+/// `TALLY_PREVIOUS_SECRET_UNTIL`), and are refused from that date on, as
+/// a wrong tag is (no read); credentials made under the new secret read
+/// throughout.
+#[tokio::test]
+async fn credentials_made_before_a_rotation_read_until_the_previous_secret_ends() {
+    use tally_core::zone::{format_date, utc_date, utc_midnight};
+    const NEW: &[u8] = b"lockout tests rotated deployment secret 01";
+    let mut d = Deployment::start().await;
+    let key = d.issue("keys", "key").await;
+    let link = d.issue("shares", "token").await;
+    let session = format!("tally_session={}", d.owner.cookie("tally_session").unwrap());
+    let until = utc_date(START).next_day().unwrap();
+    d.config.tag_keys = Some(tally_store::env::tag_keys_from(
+        &Secret::new(NEW.to_vec()),
+        Some(std::str::from_utf8(SECRET).unwrap()),
+        Some(&format_date(until)),
+    ));
+    d.console.config = tally_console::Config::new(&Secret::new(NEW.to_vec()));
+    let made_after = d.issue("keys", "key").await;
+    let bearer = |k: &str| format!("Bearer {k}");
+    let before = [
+        ("authorization", bearer(&key)),
+        ("authorization", bearer(&link)),
+        ("cookie", session.clone()),
+    ];
+    for (name, value) in &before {
+        assert_eq!(
+            d.stats_at(OFFICE, (name, value), START).await,
+            (200, None),
+            "{value}"
+        );
+    }
+    let ended = utc_midnight(until);
+    d.counter.reset();
+    let refused: Vec<(u16, Option<String>)> = {
+        let mut out = Vec::new();
+        for (name, value) in &before {
+            out.push(d.stats_at("198.51.100.20", (name, value), ended).await);
+        }
+        out
+    };
+    assert_eq!(refused[0], (401, Some("invalid_api_key".to_owned())));
+    assert_eq!(refused[1].0, 401, "{refused:?}");
+    assert_eq!(refused[2], (401, Some("not_signed_in".to_owned())));
+    assert_eq!(d.counter.total(), 0, "refused unread");
+    let new = bearer(&made_after);
+    for at in [START, ended] {
+        assert_eq!(
+            d.stats_at(OFFICE, ("authorization", &new), at).await,
+            (200, None)
+        );
+    }
 }

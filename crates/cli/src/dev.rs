@@ -149,7 +149,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         },
         query: DynamoQuery::new(store.clone()),
         query_config: tally_query::Config {
-            tag_key: Some(tag_key),
+            tag_keys: Some(tally_core::tag::TagKeys::new(tag_key)),
             ..tally_query::Config::default()
         },
         console: store.clone(),

@@ -175,7 +175,7 @@ pub async fn start_session<S: ConsoleStore>(
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
     let session_token = tally_core::tag::tagged_credential(
-        &config.tag_key,
+        config.tag_keys.current(),
         token::SESSION_PREFIX,
         &user.id,
         &random::<20>()?,

@@ -6,7 +6,7 @@
 use crate::mail::Mailer;
 use std::sync::Arc;
 use tally_core::salt::{DailySalt, Secret, daily_salt};
-use tally_core::tag::TagKey;
+use tally_core::tag::{TagKey, TagKeys};
 use tally_mail::{MailError, Ses, SesOptions};
 
 /// Largest JSON body a console route reads.
@@ -18,9 +18,10 @@ pub struct Config {
     /// Keys the hash of a client's network (shared by every instance, so
     /// guess windows agree; never the network itself).
     pub network_key: DailySalt,
-    /// Tags the API keys, shared links and sessions it makes
-    /// (`tally_core::tag`), from the same secret.
-    pub tag_key: TagKey,
+    /// Tags the API keys, shared links and sessions it makes with the
+    /// current key, and checks keys against it and, after a rotation, the
+    /// previous one until its time (`tally_core::tag`).
+    pub tag_keys: TagKeys,
     /// Largest request body, in bytes.
     pub max_body: usize,
     /// The issuer name in `otpauth://` URLs.
@@ -45,7 +46,7 @@ impl Config {
         Self {
             // A derivation of its own: no visitor salt is of this date.
             network_key: daily_salt(secret, time::Date::MIN),
-            tag_key: TagKey::derive(secret),
+            tag_keys: TagKeys::new(TagKey::derive(secret)),
             max_body: MAX_BODY,
             issuer: "Tally".to_owned(),
             ingest_url: None,
@@ -56,18 +57,23 @@ impl Config {
     }
 
     /// [`Config::new`] with what the environment sets: `INGEST_URL`,
-    /// `PUBLIC_URL`, and SES as the mailer when `EMAIL_FROM` is set.
+    /// `PUBLIC_URL`, a previous secret's tag key after a rotation
+    /// (`tally_store::env::tag_keys`), and SES as the mailer when
+    /// `EMAIL_FROM` is set.
     pub async fn from_env(secret: &Secret) -> Result<Self, MailError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mailer: Option<Arc<dyn Mailer>> = match SesOptions::from_env() {
             Some(options) => Some(Arc::new(Ses::connect(&options).await?)),
             None => None,
         };
+        let config = Self::new(secret);
         Ok(Self {
             ingest_url: var("INGEST_URL"),
             public_url: var("PUBLIC_URL"),
             mailer,
-            ..Self::new(secret)
+            // The previous secret's keys too, after a rotation.
+            tag_keys: tally_store::env::tag_keys().unwrap_or(config.tag_keys.clone()),
+            ..config
         })
     }
 

@@ -69,7 +69,13 @@ pub async fn add_share<S: SiteStore>(
     if let Some(id) = &spec.segment {
         tally_core::saved_segment::lockable(&store.saved_segments(site).await?, id)?;
     }
-    let (share, token) = spec.build(site, &random()?, &random()?, Some(&config.tag_key), now)?;
+    let (share, token) = spec.build(
+        site,
+        &random()?,
+        &random()?,
+        Some(config.tag_keys.current()),
+        now,
+    )?;
     let live = store
         .shares(site)
         .await?
@@ -164,7 +170,7 @@ pub async fn add_key<S: SiteStore>(
     let uid = permit.user()?.user.id.clone();
     let body: KeyRequest = body::parse(request, config.max_body)?;
     let key = tally_core::tag::tagged_credential(
-        &config.tag_key,
+        config.tag_keys.current(),
         tally_core::auth::KEY_PREFIX,
         site,
         &random()?,

@@ -80,11 +80,11 @@ pub async fn take_key<S: ConsoleStore>(
     key: &str,
     now: Millis,
 ) -> Result<KeyCheck, ConsoleError> {
-    use tally_core::tag::{TagVerdict, verify_tag};
+    use tally_core::tag::TagVerdict;
     let ip = tally_lambda::request::client_ip(request, false);
     let network = tally_core::salt::network_id(&config.network_key, &ip);
     let window = guess::key_window(&network, now);
-    let verdict = verify_tag(&config.tag_key, key);
+    let verdict = config.tag_keys.verify(key, now);
     if verdict == TagVerdict::Tagged(true) {
         return Ok(KeyCheck::Tagged(window));
     }

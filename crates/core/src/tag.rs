@@ -15,10 +15,15 @@
 //! verifies skips the failed-guess limiter and one whose tag fails is
 //! refused without a read.
 //!
+//! A rotation of the deployment secret keeps the previous tag key for a
+//! grace period ([`TagKeys`]): credentials made before it keep working
+//! until then, and are refused after.
+//!
 //! Credentials made before tags (40 hex, then the dot) are
 //! [`TagVerdict::Untagged`]: they keep working through the limiter, and a
 //! new one made in their place is tagged.
 
+use crate::Millis;
 use crate::salt::Secret;
 use ring::hmac;
 
@@ -49,6 +54,50 @@ impl TagKey {
     fn tag(&self, untagged: &str) -> String {
         let mac = hmac::sign(&self.0, untagged.as_bytes());
         crate::hex::encode(mac.as_ref().get(..TAG_HEX / 2).unwrap_or_default())
+    }
+}
+
+/// The tag keys a deployment accepts: the current one, which tags every
+/// new credential, and after a rotation of the deployment secret the
+/// previous one until a time, so no key, link or session breaks at once.
+#[derive(Debug, Clone)]
+pub struct TagKeys {
+    current: TagKey,
+    previous: Option<(TagKey, Millis)>,
+}
+
+impl TagKeys {
+    /// Only `current`.
+    pub fn new(current: TagKey) -> Self {
+        Self {
+            current,
+            previous: None,
+        }
+    }
+
+    /// Also `previous`, accepted before `until`.
+    pub fn with_previous(self, previous: TagKey, until: Millis) -> Self {
+        Self {
+            previous: Some((previous, until)),
+            ..self
+        }
+    }
+
+    /// The key new credentials are tagged with.
+    pub fn current(&self) -> &TagKey {
+        &self.current
+    }
+
+    /// Whether `token` carries a tag, and whether it is the current key's
+    /// or, before its time ends, the previous key's. Offline.
+    pub fn verify(&self, token: &str, now: Millis) -> TagVerdict {
+        match verify_tag(&self.current, token) {
+            TagVerdict::Tagged(false) => match &self.previous {
+                Some((previous, until)) if now < *until => verify_tag(previous, token),
+                _ => TagVerdict::Tagged(false),
+            },
+            verdict => verdict,
+        }
     }
 }
 
@@ -171,6 +220,25 @@ mod tests {
         let salt = crate::salt::daily_salt(&secret, time::Date::MIN);
         assert_ne!(salt.to_hex(), crate::hex::encode(&secret.derive(LABEL)));
         assert_eq!(format!("{:?}", key("s")), "TagKey(<redacted>)");
+    }
+
+    #[test]
+    fn the_previous_key_holds_until_its_time_then_fails() {
+        let (old, new) = (key("old secret"), key("new secret"));
+        let made_before = tagged_credential(&old, auth::KEY_PREFIX, "example.com", &[4; 20]);
+        let made_after = tagged_credential(&new, auth::KEY_PREFIX, "example.com", &[5; 20]);
+        let keys = TagKeys::new(new.clone()).with_previous(old, 1_000);
+        assert_eq!(keys.verify(&made_before, 999), TagVerdict::Tagged(true));
+        assert_eq!(keys.verify(&made_before, 1_000), TagVerdict::Tagged(false));
+        assert_eq!(keys.verify(&made_after, 5_000), TagVerdict::Tagged(true));
+        let stranger = tagged_credential(&key("x"), auth::KEY_PREFIX, "example.com", &[6; 20]);
+        assert_eq!(keys.verify(&stranger, 0), TagVerdict::Tagged(false));
+        let legacy = auth::key_from_bytes("example.com", &[1; 20]);
+        assert_eq!(keys.verify(&legacy, 0), TagVerdict::Untagged);
+        assert_eq!(
+            TagKeys::new(new).verify(&made_before, 0),
+            TagVerdict::Tagged(false)
+        );
     }
 
     proptest! {

@@ -39,7 +39,7 @@ use tally_core::auth::{self, AuthError};
 use tally_core::keys::valid_site_id;
 use tally_core::share::{self, Share, ShareError};
 use tally_core::site::Site;
-use tally_core::tag::{self, TagVerdict};
+use tally_core::tag::TagVerdict;
 
 /// Who reads: the holder of an API key, of a shared link (read-only
 /// reports of one site, narrowed by the link's filter), or a signed-in
@@ -297,13 +297,13 @@ pub(crate) async fn authenticate<S: QueryStore>(
     // Without `Authorization`, the session cookie (where members read).
     let session = match readers {
         Readers::Everyone if !request.headers().contains_key("authorization") => {
-            session_claim(request, config)
+            session_claim(request, config, now)
         }
         _ => None,
     };
     let (claim, presented) = match session {
         Some((claim, presented)) => (Some(claim), Some(presented)),
-        None => (None, presented_key(request, config)),
+        None => (None, presented_key(request, config, now)),
     };
     let check = async {
         match &claim {
@@ -335,7 +335,7 @@ pub(crate) async fn authenticate<S: QueryStore>(
 }
 
 /// A presented credential: the hash it is stored under, what its tag
-/// says ([`tag::verify_tag`], offline) and what kind it is. Never holds
+/// says ([`tally_core::tag::TagKeys::verify`], offline) and what kind it is. Never holds
 /// the credential itself.
 #[derive(Debug, Clone)]
 pub(crate) struct Presented {
@@ -354,11 +354,11 @@ enum Kind {
 }
 
 impl Presented {
-    fn of(token: &str, kind: Kind, config: &Config) -> Self {
+    fn of(token: &str, kind: Kind, config: &Config, now: Millis) -> Self {
         let tag = config
-            .tag_key
+            .tag_keys
             .as_ref()
-            .map_or(TagVerdict::Untagged, |key| tag::verify_tag(key, token));
+            .map_or(TagVerdict::Untagged, |keys| keys.verify(token, now));
         Self {
             hash: auth::hash_key(token),
             tag,
@@ -377,7 +377,7 @@ impl Presented {
 }
 
 /// The request's bearer credential, if it has one.
-fn presented_key(request: &Request, config: &Config) -> Option<Presented> {
+fn presented_key(request: &Request, config: &Config, now: Millis) -> Option<Presented> {
     let header = request
         .headers()
         .get("authorization")
@@ -388,7 +388,7 @@ fn presented_key(request: &Request, config: &Config) -> Option<Presented> {
     } else {
         Kind::Key
     };
-    Some(Presented::of(token, kind, config))
+    Some(Presented::of(token, kind, config, now))
 }
 
 /// A credential check inside the failed-guess guard.
@@ -455,7 +455,11 @@ pub(crate) const TOTP_REQUIRED: &str = "totp_required";
 
 /// The request's `tally_session` claim, if it carries a well-formed one,
 /// and the session token as presented.
-pub(crate) fn session_claim(request: &Request, config: &Config) -> Option<(Claim, Presented)> {
+pub(crate) fn session_claim(
+    request: &Request,
+    config: &Config,
+    now: Millis,
+) -> Option<(Claim, Presented)> {
     let values = request
         .headers()
         .get_all("cookie")
@@ -464,7 +468,7 @@ pub(crate) fn session_claim(request: &Request, config: &Config) -> Option<(Claim
     let token =
         tally_core::account::cookie::cookie(values, tally_core::account::cookie::SESSION_COOKIE)?;
     let claim = Claim::of_token(token)?;
-    Some((claim, Presented::of(token, Kind::Session, config)))
+    Some((claim, Presented::of(token, Kind::Session, config, now)))
 }
 
 /// 401: no live session.

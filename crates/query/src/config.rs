@@ -63,9 +63,11 @@ pub struct Config {
     /// This instance's record of failed key checks.
     pub guard: std::sync::Arc<AuthGuard>,
     /// Verifies credential tags offline (`tally_core::tag`): from the
-    /// deployment secret (`TALLY_SALT_SECRET`); none: every credential
-    /// goes through the failed-guess guard, tagged or not.
-    pub tag_key: Option<tally_core::tag::TagKey>,
+    /// deployment secret (`TALLY_SALT_SECRET`) and, after a rotation, the
+    /// previous one until its time (`TALLY_PREVIOUS_SECRET`,
+    /// `TALLY_PREVIOUS_SECRET_UNTIL`); none: every credential goes through
+    /// the failed-guess guard, tagged or not.
+    pub tag_keys: Option<tally_core::tag::TagKeys>,
 }
 
 impl Default for Config {
@@ -81,7 +83,7 @@ impl Default for Config {
             prefetch_bytes: tally_store::detail::PREFETCH_BYTES,
             min_window_bytes: crate::read::MIN_WINDOW_BYTES,
             guard: std::sync::Arc::new(AuthGuard::new()),
-            tag_key: None,
+            tag_keys: None,
         }
     }
 }
@@ -106,9 +108,7 @@ impl Config {
             prefetch_bytes: number("TALLY_PREFETCH_BYTES")
                 .filter(|b| *b > 0)
                 .unwrap_or(d.prefetch_bytes),
-            tag_key: tally_store::env::tag_secret()
-                .as_ref()
-                .map(tally_core::tag::TagKey::derive),
+            tag_keys: tally_store::env::tag_keys(),
             ..d
         }
     }

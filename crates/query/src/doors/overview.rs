@@ -200,7 +200,8 @@ async fn member_sites<S: QueryStore>(
     now: Millis,
     asked: Option<&[String]>,
 ) -> Result<Vec<Readable>, ApiError> {
-    let (claim, presented) = access::session_claim(request, config).ok_or(AuthError::Missing)?;
+    let (claim, presented) =
+        access::session_claim(request, config, now).ok_or(AuthError::Missing)?;
     let check = async {
         let user = access::signed_in(store, &claim, now).await?;
         let roles: BTreeMap<String, Role> = if user.instance_owner {
