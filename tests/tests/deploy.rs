@@ -930,3 +930,43 @@ fn each_function_names_the_release_it_runs() {
         "CHANGELOG.md has a section for {version}"
     );
 }
+
+/// The first owner by email (issue 30, item 3): with `AdminEmail` the
+/// stack has the `FirstOwner` custom resource, answered by the job's
+/// function with the console's URL; it needs `EmailFrom` to send from;
+/// without `AdminEmail` there is none.
+#[test]
+fn admin_email_makes_the_first_owner_resource() {
+    let t = template();
+    assert!(!resources(&t, &[]).contains_key("FirstOwner"));
+    let with = [
+        ("AdminEmail", "admin@example.com"),
+        ("EmailFrom", "tally@example.com"),
+    ];
+    assert!(rules_hold(&t, &with));
+    assert!(!rules_hold(&t, &[("AdminEmail", "admin@example.com")]));
+    assert_eq!(
+        resources(&t, &with).get("FirstOwner").map(String::as_str),
+        Some("Custom::TallyFirstOwner")
+    );
+    let p = &t["Resources"]["FirstOwner"]["Properties"];
+    let Value::Tagged(token) = &p["ServiceToken"] else {
+        panic!("{:?}", p["ServiceToken"])
+    };
+    assert_eq!(
+        (token.tag.to_string().as_str(), token.value.as_str()),
+        ("!GetAtt", Some("RollupFunction.Arn"))
+    );
+    let url = format!("{:?}", pick(&t, &p["ConsoleUrl"], &with));
+    assert!(
+        url.contains("execute-api") && url.contains("/console"),
+        "{url}"
+    );
+    let mine = [
+        ("AdminEmail", "admin@example.com"),
+        ("EmailFrom", "tally@example.com"),
+        ("PublicUrl", "https://stats.example.com"),
+    ];
+    let url = format!("{:?}", pick(&t, &p["ConsoleUrl"], &mine));
+    assert!(url.contains("${PublicUrl}/console"), "{url}");
+}

@@ -173,3 +173,153 @@ fn outbox_round_trip() {
     assert_eq!(outbox.read("20990101T000000.000Z-0").unwrap(), None);
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+/// A stand-in for CloudFormation's presigned response URL: answers every
+/// request 200 and keeps each one's method and body.
+async fn response_url() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/cloudformation-custom-resource-response?X-Amz-Signature=abc",
+        listener.local_addr().unwrap()
+    );
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let (head_end, length) = loop {
+                let n = socket.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break (buf.len(), 0);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..at]).to_lowercase();
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    break (at + 4, length);
+                }
+            };
+            while buf.len() < head_end + length {
+                let n = socket.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+            let method = head.split(' ').next().unwrap_or_default().to_owned();
+            let body = String::from_utf8_lossy(&buf[head_end..]).to_string();
+            keep.lock().unwrap().push((method, body));
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await;
+        }
+    });
+    (url, seen)
+}
+
+/// The first owner by email (issue 30, item 3): the stack's `FirstOwner`
+/// custom resource, given CloudFormation's request shape, mails exactly
+/// one setup link to `AdminEmail` through SES (moto), answers
+/// CloudFormation with a PUT to the response URL, and sends nothing on a
+/// later deploy or on a new stack over the same table; the link's token
+/// signs the owner in once.
+#[tokio::test]
+async fn the_stack_mails_the_first_owner_one_setup_link_that_signs_in_once() {
+    use serde_json::json;
+    use tally_tests::console::{Browser, Console, PASSWORD};
+    let moto = Moto::start();
+    let ses = moto.ses_from(FROM).await;
+    let console = Console::start().await;
+    let (url, answers) = response_url().await;
+    let responder = tally_rollup::webhook::Webhooks::new(true).unwrap();
+    let properties = json!({
+        "ServiceToken": "arn:aws:lambda:eu-central-1:123456789012:function:tally-rollup",
+        "AdminEmail": "admin@example.com",
+        "ConsoleUrl": "https://a1b2c3d4e5.execute-api.eu-central-1.amazonaws.com/console"
+    });
+    let request = |kind: &str, n: u32| {
+        let mut event = json!({
+            "RequestType": kind,
+            "ServiceToken": "arn:aws:lambda:eu-central-1:123456789012:function:tally-rollup",
+            "ResponseURL": url,
+            "StackId": "arn:aws:cloudformation:eu-central-1:123456789012:stack/tally/5b3a0f60-d3a4-11f0-9c7e-0a1b2c3d4e5f",
+            "RequestId": format!("0f5a3c2e-1b2d-4e6f-8a9b-00000000000{n}"),
+            "LogicalResourceId": "FirstOwner",
+            "ResourceType": "Custom::TallyFirstOwner",
+            "ResourceProperties": properties
+        });
+        if kind != "Create" {
+            event["PhysicalResourceId"] = json!(tally_rollup::first_owner::PHYSICAL_ID);
+        }
+        if kind == "Update" {
+            event["OldResourceProperties"] = properties.clone();
+        }
+        serde_json::from_value::<tally_rollup::first_owner::Request>(event).unwrap()
+    };
+    let now = tally_store::clock::Clock::now(&tally_store::clock::SystemClock);
+    let run = |kind: &'static str, n: u32| {
+        let (store, ses, responder) = (&console.store, &ses, &responder);
+        let request = request(kind, n);
+        async move { tally_rollup::first_owner::handle(store, Some(ses), responder, request, now).await }
+    };
+    let first = run("Create", 1).await;
+    assert!(first.succeeded && first.mailed, "{first:?}");
+    // A second deploy, and a new stack over the same table: nothing.
+    for (kind, n) in [("Update", 2), ("Create", 3)] {
+        let again = run(kind, n).await;
+        assert!(again.succeeded && !again.mailed, "{kind}: {again:?}");
+    }
+    let sent = moto.sent_emails();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].destinations.to, ["admin@example.com"]);
+    let link_at = sent[0].body.find("/console#/setup/").unwrap();
+    let token = &sent[0].body[link_at + "/console#/setup/".len()..][..44];
+    assert!(tally_core::account::token::is_setup_token(token), "{token}");
+    // CloudFormation got a SUCCESS for each, with its own request id.
+    let answers = answers.lock().unwrap().clone();
+    assert_eq!(answers.len(), 3);
+    for (n, (method, body)) in answers.iter().enumerate() {
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(method, "PUT");
+        assert_eq!(body["Status"], "SUCCESS");
+        assert_eq!(
+            body["PhysicalResourceId"],
+            tally_rollup::first_owner::PHYSICAL_ID
+        );
+        assert_eq!(body["LogicalResourceId"], "FirstOwner");
+        assert!(
+            body["RequestId"]
+                .as_str()
+                .unwrap()
+                .ends_with(&(n + 1).to_string())
+        );
+        assert_eq!(
+            body["Data"]["Mailed"],
+            if n == 0 { "true" } else { "false" }
+        );
+    }
+    // The link signs the owner in, once.
+    console.clock.set(now);
+    let form = json!({"token": token, "email": "admin@example.com", "password": PASSWORD});
+    let mut b = Browser::new("198.51.100.1");
+    let (status, body) = b.call(&console, "POST", "setup", Some(form.clone())).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = Browser::new("198.51.100.2")
+        .call(&console, "POST", "setup", Some(form))
+        .await;
+    assert_ne!(status, 200);
+    // Deleting the stack deletes nothing and mails nothing.
+    let gone = run("Delete", 4).await;
+    assert!(gone.succeeded && !gone.mailed);
+    assert_eq!(moto.sent_emails().len(), 1);
+}

@@ -30,6 +30,7 @@
 //! | password reset token | `USER#{uid}` | `RESET#{sha256(token)}` |
 //! | instance owner marker | `INSTANCE` | `OWNER` |
 //! | instance settings | `INSTANCE` | `SETTINGS` |
+//! | the first owner's setup link was mailed | `INSTANCE` | `SETUP_MAILED` |
 //! | audit entry | `SITE#{site}` or `INSTANCE` | `AUDIT#{millis:013}#{6 hex}` |
 //! | guess window | `GUESS#{scope}` | `{window start millis}` |
 //!
@@ -410,6 +411,9 @@ pub const EMAIL_SK: &str = "EMAIL";
 pub const OWNER_SK: &str = "OWNER";
 /// Sort key of the instance settings under [`INSTANCE_PK`].
 pub const SETTINGS_SK: &str = "SETTINGS";
+/// Sort key of the record that the first owner's setup link was mailed
+/// (once per table) under [`INSTANCE_PK`].
+pub const SETUP_MAILED_SK: &str = "SETUP_MAILED";
 /// Sort-key prefix of sessions under a user.
 pub const SESSION_PREFIX: &str = "SESSION#";
 /// Sort-key prefix of pending 2FA logins under a user.

@@ -14,7 +14,8 @@
 //! - never overwrites a day marked as imported (checked atomically).
 //!
 //! Then it sweeps the sites being deleted ([`deletions`]) within the same
-//! time budget.
+//! time budget. The same function answers the stack's `FirstOwner` custom
+//! resource ([`first_owner`]): the first owner's setup link by email.
 //!
 //! Sites run with bounded concurrency; one site's failure is reported and
 //! does not stop the others, and within a site one day's failure is
@@ -34,6 +35,7 @@
 pub mod alerts;
 pub mod compact;
 pub mod deletions;
+pub mod first_owner;
 pub mod handler;
 pub mod quarantine;
 pub mod reports;

@@ -1,4 +1,5 @@
-//! The rollup Lambda: wiring only.
+//! The rollup Lambda: wiring only. It takes the hourly schedule's events
+//! and the stack's `FirstOwner` custom resource requests.
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
@@ -30,36 +31,56 @@ async fn main() -> Result<(), Error> {
         .unwrap_or_default()
         .trim_end_matches('/')
         .to_owned();
-    run(service_fn(
-        move |event: LambdaEvent<EventBridgeEvent<serde_json::Value>>| {
-            let store = store.clone();
-            let mailer = mailer.clone();
-            let webhooks = webhooks.clone();
-            let public_url = public_url.clone();
-            async move {
-                let job = mailer.as_deref().map(|m| tally_rollup::reports::ReportJob {
-                    mailer: m,
-                    public_url: public_url.clone(),
-                    site: None,
-                });
-                let alerts = webhooks.as_deref().map(|w| tally_rollup::alerts::AlertJob {
-                    mailer: mailer.as_deref().map(|m| m as &dyn tally_mail::Mailer),
-                    poster: w,
-                    public_url: &public_url,
-                    site: None,
-                });
-                Ok::<_, Error>(
-                    tally_rollup::handler::handle_with_steps(
-                        &store,
-                        &SystemClock,
-                        event,
-                        job.as_ref(),
-                        alerts.as_ref(),
-                    )
-                    .await?,
+    run(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        let store = store.clone();
+        let mailer = mailer.clone();
+        let webhooks = webhooks.clone();
+        let public_url = public_url.clone();
+        async move {
+            // The stack's FirstOwner custom resource, or the schedule.
+            if event.payload.get("RequestType").is_some() {
+                let request: tally_rollup::first_owner::Request =
+                    serde_json::from_value(event.payload)?;
+                let Some(responder) = webhooks.as_deref() else {
+                    return Err(Error::from("no HTTP client to answer CloudFormation"));
+                };
+                let outcome = tally_rollup::first_owner::handle(
+                    &store,
+                    mailer.as_deref().map(|m| m as &dyn tally_mail::Mailer),
+                    responder,
+                    request,
+                    tally_store::clock::Clock::now(&SystemClock),
                 )
+                .await;
+                return Ok(serde_json::json!({
+                    "succeeded": outcome.succeeded,
+                    "mailed": outcome.mailed
+                }));
             }
-        },
-    ))
+            let payload: EventBridgeEvent<serde_json::Value> =
+                serde_json::from_value(event.payload)?;
+            let event = LambdaEvent::new(payload, event.context);
+            let job = mailer.as_deref().map(|m| tally_rollup::reports::ReportJob {
+                mailer: m,
+                public_url: public_url.clone(),
+                site: None,
+            });
+            let alerts = webhooks.as_deref().map(|w| tally_rollup::alerts::AlertJob {
+                mailer: mailer.as_deref().map(|m| m as &dyn tally_mail::Mailer),
+                poster: w,
+                public_url: &public_url,
+                site: None,
+            });
+            let report = tally_rollup::handler::handle_with_steps(
+                &store,
+                &SystemClock,
+                event,
+                job.as_ref(),
+                alerts.as_ref(),
+            )
+            .await?;
+            Ok::<_, Error>(serde_json::to_value(report)?)
+        }
+    }))
     .await
 }

@@ -149,6 +149,18 @@ impl Webhooks {
         })
     }
 
+    /// Sends a request within [`REQUEST_TIMEOUT`]: the status, or the
+    /// kind of failure (the error's text may hold the URL: only its kind
+    /// is said).
+    async fn send(&self, request: hyper::Request<Full<Bytes>>) -> Result<u16, String> {
+        match tokio::time::timeout(REQUEST_TIMEOUT, self.client.request(request)).await {
+            Ok(Ok(response)) => Ok(response.status().as_u16()),
+            Ok(Err(e)) if e.is_connect() => Err("could not connect".to_owned()),
+            Ok(Err(_)) => Err("request failed".to_owned()),
+            Err(_) => Err("timed out".to_owned()),
+        }
+    }
+
     /// The URL's host checked again as it is about to be reached: a name
     /// by [`check_host`], an address literal (which no resolver sees) by
     /// [`special_purpose`].
@@ -165,6 +177,22 @@ impl Webhooks {
             Some(url::Host::Ipv6(ip)) => special_purpose(IpAddr::V6(ip)),
             None => true,
         }
+    }
+}
+
+impl crate::first_owner::Responder for Webhooks {
+    fn put<'a>(&'a self, url: &'a str, body: String) -> PostFuture<'a> {
+        Box::pin(async move {
+            if self.refuses(url) {
+                return Err("refused: an internal address".to_owned());
+            }
+            // A presigned S3 URL: signed without a content type.
+            let request = hyper::Request::put(url)
+                .header("content-type", "")
+                .body(Full::new(Bytes::from(body)))
+                .map_err(|_| "invalid request".to_owned())?;
+            self.send(request).await
+        })
     }
 }
 
@@ -188,13 +216,7 @@ impl Poster for Webhooks {
             let request = request
                 .body(Full::new(Bytes::from(body)))
                 .map_err(|_| "invalid request".to_owned())?;
-            match tokio::time::timeout(REQUEST_TIMEOUT, self.client.request(request)).await {
-                Ok(Ok(response)) => Ok(response.status().as_u16()),
-                // The error's text may hold the URL: only its kind is said.
-                Ok(Err(e)) if e.is_connect() => Err("could not connect".to_owned()),
-                Ok(Err(_)) => Err("request failed".to_owned()),
-                Err(_) => Err("timed out".to_owned()),
-            }
+            self.send(request).await
         })
     }
 }

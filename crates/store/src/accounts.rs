@@ -601,6 +601,30 @@ impl Store {
             .await
     }
 
+    /// Records that the first owner's setup link goes to `to` at `now`,
+    /// unless one was sent before (once per table): whether this is the
+    /// first.
+    pub async fn claim_setup_mail(&self, to: &str, now: Millis) -> Result<bool, StoreError> {
+        let mut item = key(INSTANCE_PK, keys::SETUP_MAILED_SK);
+        item.insert(
+            "to".to_owned(),
+            aws_sdk_dynamodb::types::AttributeValue::S(to.to_owned()),
+        );
+        item.insert(
+            "at".to_owned(),
+            aws_sdk_dynamodb::types::AttributeValue::N(now.to_string()),
+        );
+        self.put_if(item, "attribute_not_exists(pk)").await
+    }
+
+    /// Forgets [`Store::claim_setup_mail`] (the mail failed: a later try
+    /// may send it).
+    pub async fn release_setup_mail(&self) -> Result<(), StoreError> {
+        self.delete_existing(key(INSTANCE_PK, keys::SETUP_MAILED_SK))
+            .await
+            .map(|_| ())
+    }
+
     /// The instance settings (defaults when never written).
     pub async fn instance_settings(&self) -> Result<InstanceSettings, StoreError> {
         Ok(self
