@@ -970,3 +970,134 @@ fn admin_email_makes_the_first_owner_resource() {
     let url = format!("{:?}", pick(&t, &p["ConsoleUrl"], &mine));
     assert!(url.contains("${PublicUrl}/console"), "{url}");
 }
+
+/// Cost safety (issue 30, item 8): the table has on-demand ceilings by
+/// default (0 lifts one), a budget to the alarm topic exists only when
+/// given a monthly amount, both functions' reservations are off by default
+/// (a new account's pool of 10 would refuse any), and everything billed
+/// carries the stack's cost tag.
+#[test]
+fn cost_is_capped_by_default_and_budgeted_on_request() {
+    let t = template();
+    let limit = |v: &Value, params: &[(&str, &str)]| -> Option<String> {
+        match pick(&t, v, params) {
+            Value::Tagged(r) if r.tag == "Ref" && r.value == "AWS::NoValue" => None,
+            Value::Tagged(r) if r.tag == "Ref" => {
+                let p = r.value.as_str().unwrap();
+                Some(
+                    params
+                        .iter()
+                        .find(|(k, _)| *k == p)
+                        .map(|(_, v)| (*v).to_owned())
+                        .unwrap_or_else(|| {
+                            t["Parameters"][p]["Default"].as_u64().unwrap().to_string()
+                        }),
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    let throughput = &t["Resources"]["Table"]["Properties"]["OnDemandThroughput"];
+    assert_eq!(
+        limit(&throughput["MaxReadRequestUnits"], &[]),
+        Some("20000".into())
+    );
+    assert_eq!(
+        limit(&throughput["MaxWriteRequestUnits"], &[]),
+        Some("4000".into())
+    );
+    assert_eq!(
+        limit(
+            &throughput["MaxWriteRequestUnits"],
+            &[("TableMaxWriteUnits", "0")]
+        ),
+        None
+    );
+    assert!(!resources(&t, &[]).contains_key("CostBudget"));
+    let budget = [("MonthlyBudgetUsd", "50")];
+    let made = resources(&t, &budget);
+    assert_eq!(
+        made.get("CostBudget").map(String::as_str),
+        Some("AWS::Budgets::Budget")
+    );
+    assert!(made.contains_key("AlarmTopicPolicy"));
+    for (function, param) in [
+        ("IngestFunction", "IngestReservedConcurrency"),
+        ("QueryFunction", "QueryReservedConcurrency"),
+    ] {
+        let reserved = &t["Resources"][function]["Properties"]["ReservedConcurrentExecutions"];
+        assert_eq!(limit(reserved, &[]), None, "{function}");
+        assert_eq!(
+            limit(reserved, &[(param, "50")]),
+            Some("50".into()),
+            "{function}"
+        );
+    }
+    assert!(matches!(
+        &t["Globals"]["Function"]["Tags"]["tally:stack"],
+        Value::Tagged(_)
+    ));
+    let table_tags = t["Resources"]["Table"]["Properties"]["Tags"]
+        .as_sequence()
+        .unwrap();
+    assert!(table_tags.iter().any(|tag| tag["Key"] == "tally:stack"));
+}
+
+/// infra/README.md's parameter and output tables, as the template gives
+/// them: name, default and description of every parameter, name and
+/// description of every output, in the template's order.
+fn reference_tables(t: &Value) -> String {
+    let one_line = |v: &Value| {
+        v.as_str()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut out = String::from("| parameter | default | what it does |\n| --- | --- | --- |\n");
+    for (name, p) in t["Parameters"].as_mapping().unwrap() {
+        let default = match &p["Default"] {
+            Value::Null => "(required)".to_owned(),
+            Value::String(s) if s.is_empty() => "(empty)".to_owned(),
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            other => panic!("{other:?}"),
+        };
+        out.push_str(&format!(
+            "| `{}` | `{default}` | {} |\n",
+            name.as_str().unwrap(),
+            one_line(&p["Description"])
+        ));
+    }
+    out.push_str("\n| output | what it gives |\n| --- | --- |\n");
+    for (name, o) in t["Outputs"].as_mapping().unwrap() {
+        out.push_str(&format!(
+            "| `{}` | {} |\n",
+            name.as_str().unwrap(),
+            one_line(&o["Description"])
+        ));
+    }
+    out
+}
+
+/// The parameter and output tables of infra/README.md are the template's
+/// (issue 30, item 8): a parameter added, renamed or with another default
+/// fails this until the README says so (the expected text is printed).
+#[test]
+fn infra_readme_lists_every_parameter_and_output_as_the_template_does() {
+    const START: &str =
+        "<!-- reference: generated from template.yaml, checked by tests/tests/deploy.rs -->\n";
+    const END: &str = "<!-- end reference -->";
+    let t = template();
+    let readme = std::fs::read_to_string(repo().join("infra/README.md")).unwrap();
+    let expected = reference_tables(&t);
+    let written = readme
+        .split_once(START)
+        .and_then(|(_, rest)| rest.split_once(END))
+        .map(|(tables, _)| tables);
+    assert_eq!(
+        written,
+        Some(expected.as_str()),
+        "infra/README.md's tables between the markers should be:\n{START}{expected}{END}"
+    );
+}
