@@ -676,6 +676,7 @@ fn the_alarms_watch_metrics_the_functions_write() {
         .filter(|r| r["Type"] == "AWS::CloudWatch::Alarm")
         .collect();
     let mut tally_alarms = 0;
+    let mut ses_alarms = 0;
     let mut lambda: std::collections::BTreeSet<(String, String)> = Default::default();
     for a in &alarms {
         let p = &a["Properties"];
@@ -709,6 +710,16 @@ fn the_alarms_watch_metrics_the_functions_write() {
             "AWS/DynamoDB" => {
                 assert_eq!(p["Dimensions"][0]["Name"], "TableName");
             }
+            // The account's sending reputation, kept by the configuration
+            // set the functions send with (only when they send mail).
+            "AWS/SES" => {
+                let metric = p["MetricName"].as_str().unwrap();
+                assert!(
+                    ["Reputation.BounceRate", "Reputation.ComplaintRate"].contains(&metric),
+                    "{metric}"
+                );
+                ses_alarms += 1;
+            }
             other => panic!("unexpected namespace {other}"),
         }
     }
@@ -716,6 +727,31 @@ fn the_alarms_watch_metrics_the_functions_write() {
         tally_alarms, 4,
         "failed writes, failed sites, lag, not running"
     );
+    assert_eq!(ses_alarms, 2, "bounces and complaints");
+    // The mail safety exists with mail, and every message uses its set.
+    let mail = [("EmailFrom", "tally@example.com")];
+    for r in [
+        "MailConfigurationSet",
+        "MailEventDestination",
+        "MailBounceRateAlarm",
+        "MailComplaintRateAlarm",
+    ] {
+        assert!(!resources(&t, &[]).contains_key(r), "{r}");
+        assert!(resources(&t, &mail).contains_key(r), "{r}");
+    }
+    let set = &t["Resources"]["MailConfigurationSet"]["Properties"];
+    assert_eq!(
+        set["SuppressionOptions"]["SuppressedReasons"],
+        serde_norway::from_str::<Value>("[BOUNCE, COMPLAINT]").unwrap()
+    );
+    for f in ["ConsoleFunction", "RollupFunction"] {
+        let env = &t["Resources"][f]["Properties"]["Environment"]["Variables"];
+        let picked = pick(&t, &env["SES_CONFIGURATION_SET"], &mail);
+        assert!(
+            matches!(picked, Value::Tagged(r) if r.value == "MailConfigurationSet"),
+            "{f}: {picked:?}"
+        );
+    }
     for f in ["IngestFunction", "QueryFunction", "RollupFunction"] {
         for m in ["Errors", "Throttles"] {
             assert!(lambda.contains(&(f.to_owned(), m.to_owned())), "{f} {m}");

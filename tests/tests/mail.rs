@@ -323,3 +323,29 @@ async fn the_stack_mails_the_first_owner_one_setup_link_that_signs_in_once() {
     assert!(gone.succeeded && !gone.mailed);
     assert_eq!(moto.sent_emails().len(), 1);
 }
+
+/// Every message goes out with the deployment's configuration set (issue
+/// 30, item 8), whose bounces and complaints SES suppresses and reports:
+/// the SES request the real client makes, read by a stand-in endpoint,
+/// names it; without one configured it names none.
+#[tokio::test]
+async fn mail_is_sent_with_the_configured_configuration_set() {
+    let (url, seen) = response_url().await;
+    let endpoint = url.split("/cloudformation").next().unwrap().to_owned();
+    for set in [Some("tally-prod-tally"), None] {
+        let ses = Ses::connect(&SesOptions {
+            configuration_set: set.map(str::to_owned),
+            ..SesOptions::local(&endpoint, FROM)
+        })
+        .await
+        .unwrap();
+        ses.send(&Message::new("ada@example.org", "Hello", "Text"))
+            .await
+            .unwrap();
+        let (method, body) = seen.lock().unwrap().pop().unwrap();
+        assert_eq!(method, "POST");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["FromEmailAddress"], FROM);
+        assert_eq!(body["ConfigurationSetName"].as_str(), set, "{body}");
+    }
+}

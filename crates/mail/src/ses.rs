@@ -25,12 +25,16 @@ pub struct SesOptions {
     pub region: Option<String>,
     /// The whole-operation timeout (all attempts), default 5 s.
     pub operation_timeout: Option<Duration>,
+    /// The configuration set every message is sent with
+    /// (`SES_CONFIGURATION_SET`): its bounces and complaints are
+    /// suppressed and reported (`template.yaml`, `MailConfigurationSet`).
+    pub configuration_set: Option<String>,
 }
 
 impl SesOptions {
     /// Options from the environment: `EMAIL_FROM`, `SES_ENDPOINT`,
-    /// `AWS_REGION`; `None` when `EMAIL_FROM` is unset or empty (mail is
-    /// not sent).
+    /// `AWS_REGION`, `SES_CONFIGURATION_SET`; `None` when `EMAIL_FROM` is
+    /// unset or empty (mail is not sent).
     pub fn from_env() -> Option<Self> {
         let var = |name: &str| {
             std::env::var(name)
@@ -43,6 +47,7 @@ impl SesOptions {
             endpoint: var("SES_ENDPOINT"),
             region: var("AWS_REGION"),
             operation_timeout: None,
+            configuration_set: var("SES_CONFIGURATION_SET"),
         })
     }
 
@@ -70,6 +75,7 @@ fn http_client() -> SharedHttpClient {
 pub struct Ses {
     client: Client,
     from: String,
+    configuration_set: Option<String>,
 }
 
 impl Ses {
@@ -130,10 +136,10 @@ impl Ses {
             }
         };
         let config = builder.timeout_config(timeout).retry_config(retry).build();
-        Ok(Self::with_client(
-            Client::from_conf(config),
-            options.from.trim(),
-        ))
+        Ok(Self {
+            configuration_set: options.configuration_set.clone(),
+            ..Self::with_client(Client::from_conf(config), options.from.trim())
+        })
     }
 
     /// From an SDK client already built.
@@ -141,6 +147,7 @@ impl Ses {
         Self {
             client,
             from: from.to_owned(),
+            configuration_set: None,
         }
     }
 
@@ -188,6 +195,7 @@ impl Ses {
             .client
             .send_email()
             .from_email_address(&self.from)
+            .set_configuration_set_name(self.configuration_set.clone())
             .destination(Destination::builder().to_addresses(&message.to).build())
             .content(EmailContent::builder().simple(simple).build())
             .send()
