@@ -645,3 +645,38 @@ async fn the_shell_setup_token_signs_the_first_owner_in_once() {
         .await;
     assert_ne!(status, 200, "the token works once");
 }
+
+/// Behind the stack's CloudFront (issue 30, item 4) the API sees its own
+/// `Host`; the distribution copies the viewer's into `X-Forwarded-Host`,
+/// and the origin check of a state-changing request compares with that:
+/// the owner signs in from the site's domain, while a page of another
+/// origin is still refused.
+#[tokio::test]
+async fn behind_cloudfront_the_origin_is_checked_against_the_forwarded_host() {
+    let console = Console::start().await;
+    let _ = owner(&console).await;
+    let login = |origin: &str, forwarded: Option<&str>| {
+        let b = Browser::new("198.51.100.1");
+        let mut builder = http::Request::builder()
+            .method("POST")
+            .uri("/api/console/login")
+            .header("host", "a1b2c3d4e5.execute-api.eu-central-1.amazonaws.com")
+            .header("origin", origin)
+            .header("content-type", "application/json");
+        if let Some(host) = forwarded {
+            builder = builder.header("x-forwarded-host", host);
+        }
+        b.build(
+            builder,
+            Some(json!({"email": "owner@example.com", "password": PASSWORD})),
+        )
+    };
+    for (origin, forwarded, expected) in [
+        ("https://stats.example.com", Some("stats.example.com"), 200),
+        ("https://stats.example.com", None, 403),
+        ("https://evil.example", Some("stats.example.com"), 403),
+    ] {
+        let (status, body, _) = console.send(login(origin, forwarded)).await;
+        assert_eq!(status, expected, "{origin} {forwarded:?}: {body}");
+    }
+}

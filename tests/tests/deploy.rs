@@ -1137,3 +1137,113 @@ fn infra_readme_lists_every_parameter_and_output_as_the_template_does() {
         "infra/README.md's tables between the markers should be:\n{START}{expected}{END}"
     );
 }
+
+/// Your own domain (issue 30, item 4): with `DomainName` the stack makes a
+/// distribution in front of the HTTP API on that name, with the origin
+/// secret as an origin custom header, the viewer's address and geography
+/// forwarded, the viewer's host copied for the console's origin check,
+/// DNS records when a hosted zone is given and the WAF ACL when one is;
+/// ingest trusts the viewer headers (with the secret), the API's own
+/// endpoint stays on as the origin, and every URL the stack gives out is
+/// on the domain.
+#[test]
+fn a_domain_puts_a_distribution_in_front_with_the_origin_secret() {
+    let t = template();
+    let domain = [
+        ("DomainName", "stats.example.com"),
+        (
+            "CertificateArn",
+            "arn:aws:acm:us-east-1:123456789012:certificate/abc",
+        ),
+        ("OriginVerifySecret", ORIGIN_SECRET),
+    ];
+    assert!(rules_hold(&t, &domain));
+    for missing in ["CertificateArn", "OriginVerifySecret"] {
+        let params: Vec<(&str, &str)> = domain
+            .iter()
+            .copied()
+            .filter(|(k, _)| *k != missing)
+            .collect();
+        assert!(!rules_hold(&t, &params), "without {missing}");
+    }
+    let mut with_url = domain.to_vec();
+    with_url.push(("IngestFrontDoor", "FunctionUrl"));
+    assert!(
+        !rules_hold(&t, &with_url),
+        "the distribution's origin is the API"
+    );
+    assert!(!resources(&t, &[]).contains_key("Distribution"));
+    let made = resources(&t, &domain);
+    for r in [
+        "Distribution",
+        "CachePolicy",
+        "OriginRequestPolicy",
+        "ViewerHostFunction",
+    ] {
+        assert!(made.contains_key(r), "{r}");
+    }
+    assert!(!made.contains_key("DomainRecordA"), "no zone, no records");
+    let mut zoned = domain.to_vec();
+    zoned.push(("HostedZoneId", "Z123"));
+    zoned.push((
+        "WebAclArn",
+        "arn:aws:wafv2:us-east-1:123456789012:global/webacl/x/y",
+    ));
+    let made = resources(&t, &zoned);
+    assert!(made.contains_key("DomainRecordA") && made.contains_key("DomainRecordAAAA"));
+    let config = &t["Resources"]["Distribution"]["Properties"]["DistributionConfig"];
+    assert!(
+        matches!(pick(&t, &config["WebACLId"], &zoned), Value::Tagged(r) if r.value == "WebAclArn")
+    );
+    let origin = &config["Origins"][0];
+    assert_eq!(
+        origin["OriginCustomHeaders"][0]["HeaderName"],
+        "X-Tally-Origin-Verify"
+    );
+    assert!(
+        matches!(&origin["OriginCustomHeaders"][0]["HeaderValue"], Value::Tagged(r) if r.value == "OriginVerifySecret")
+    );
+    let forwarded: Vec<&str> = t["Resources"]["OriginRequestPolicy"]["Properties"]
+        ["OriginRequestPolicyConfig"]["HeadersConfig"]["Headers"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    for header in [
+        "CloudFront-Viewer-Address",
+        "CloudFront-Viewer-Country",
+        "User-Agent",
+        "Accept-Language",
+        "X-Forwarded-Host",
+        "X-Tally-Proxy",
+    ] {
+        assert!(forwarded.contains(&header), "{header}");
+    }
+    // Ingest trusts the viewer headers, with the secret; the API's own
+    // endpoint stays the origin.
+    let env = &t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"];
+    assert_eq!(pick(&t, &env["TALLY_BEHIND_CLOUDFRONT"], &domain), "1");
+    assert!(
+        matches!(pick(&t, &env["TALLY_ORIGIN_SECRET"], &domain), Value::Tagged(r) if r.value == "OriginVerifySecret")
+    );
+    assert_eq!(
+        pick(
+            &t,
+            &t["Resources"]["HttpApi"]["Properties"]["DisableExecuteApiEndpoint"],
+            &domain
+        ),
+        &Value::Bool(false)
+    );
+    // Every URL the stack gives out is on the domain.
+    let on_domain =
+        |v: &Value| format!("{:?}", pick(&t, v, &domain)).contains("https://${DomainName}");
+    let console_env = &t["Resources"]["ConsoleFunction"]["Properties"]["Environment"]["Variables"];
+    assert!(on_domain(&console_env["INGEST_URL"]));
+    assert!(on_domain(&console_env["PUBLIC_URL"]));
+    let job_env = &t["Resources"]["RollupFunction"]["Properties"]["Environment"]["Variables"];
+    assert!(on_domain(&job_env["PUBLIC_URL"]));
+    for output in ["ScriptTag", "DashboardUrl", "ConsoleUrl"] {
+        assert!(on_domain(&t["Outputs"][output]["Value"]), "{output}");
+    }
+}

@@ -65,6 +65,15 @@ pub fn request_cookie<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
     cookie::cookie(cookie_headers(request), name)
 }
 
+/// The host the browser asked for: `X-Forwarded-Host` when a front door
+/// put it there (the stack's CloudFront copies the viewer's `Host` into it,
+/// as the API behind it sees its own), else `Host`. A page of another
+/// origin cannot set it on a request it makes: it is no CORS-safelisted
+/// header, and the console answers no preflight.
+fn request_host(request: &Request) -> Option<&str> {
+    header(request, "x-forwarded-host").or_else(|| header(request, "host"))
+}
+
 /// The `Origin` check alone, for state-changing requests that carry no
 /// session yet (setup, login): a page of another origin may not post them.
 pub fn check_origin(request: &Request) -> Result<(), ConsoleError> {
@@ -73,7 +82,7 @@ pub fn check_origin(request: &Request) -> Result<(), ConsoleError> {
         return Ok(());
     }
     if let Some(origin) = header(request, "origin") {
-        let host = header(request, "host");
+        let host = request_host(request);
         let same = csrf::origin_host(origin)
             .zip(host)
             .is_some_and(|(from, host)| from.eq_ignore_ascii_case(host.trim()));
@@ -103,7 +112,7 @@ pub async fn signed_in<S: ConsoleStore>(
         header(request, csrf::CSRF_HEADER),
         &session.csrf,
         header(request, "origin"),
-        header(request, "host"),
+        request_host(request),
     )?;
     let user = store
         .user(&claim.uid)
