@@ -1,7 +1,10 @@
 //! The IAM actions `template.yaml` grants each function are exactly the
 //! DynamoDB operations its code sends: each handler is run through its
 //! scenarios with a request counter and the observed operations are compared
-//! with the policy. No wildcard action anywhere.
+//! with the policy. No wildcard action anywhere. Each function's
+//! `dynamodb:LeadingKeys` condition allows exactly the partitions it named
+//! (issue 30, item 7): the internet-facing ingest function cannot touch a
+//! user, a session, an email or the instance.
 
 #![allow(clippy::unwrap_used)]
 
@@ -88,6 +91,68 @@ fn granted_table(function: &str) -> BTreeSet<String> {
         .into_iter()
         .filter(|a| a.starts_with("dynamodb:"))
         .collect()
+}
+
+/// The partition-key patterns of a function's DynamoDB statement (its
+/// `dynamodb:LeadingKeys` condition).
+fn leading_keys(function: &str) -> Vec<String> {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let template: Value = serde_norway::from_str(&text).unwrap();
+    let mut patterns = Vec::new();
+    for policy in template["Resources"][function]["Properties"]["Policies"]
+        .as_sequence()
+        .unwrap()
+    {
+        let policy = match policy {
+            Value::Tagged(tagged) if tagged.tag == "If" => &tagged.value[1],
+            policy => policy,
+        };
+        for statement in policy["Statement"].as_sequence().unwrap() {
+            let dynamodb = statement["Action"].as_sequence().is_some_and(|a| {
+                a.iter()
+                    .any(|a| a.as_str().unwrap().starts_with("dynamodb:"))
+            });
+            if dynamodb {
+                patterns.extend(
+                    statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+                        .as_sequence()
+                        .unwrap_or_else(|| panic!("{function}: no LeadingKeys condition"))
+                        .iter()
+                        .map(|p| p.as_str().unwrap().to_owned()),
+                );
+            }
+        }
+    }
+    patterns
+}
+
+/// IAM's `StringLike` for the patterns used here: exact, or a prefix
+/// before a final `*`.
+fn like(pattern: &str, key: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => key.starts_with(prefix),
+        None => key == pattern,
+    }
+}
+
+/// Every partition key the function's requests named is one its
+/// `LeadingKeys` allow, and every pattern allowed was needed.
+fn only_its_partitions(function: &str, keys: &BTreeSet<String>) {
+    let patterns = leading_keys(function);
+    assert!(!keys.is_empty(), "{function}: no request observed");
+    for key in keys {
+        assert!(
+            patterns.iter().any(|p| like(p, key)),
+            "{function} named {key:?}, which {patterns:?} refuse"
+        );
+    }
+    for pattern in &patterns {
+        assert!(
+            keys.iter().any(|k| like(pattern, k)),
+            "{function} is allowed {pattern:?} but never used it"
+        );
+    }
 }
 
 #[test]
@@ -209,6 +274,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         .await;
     }
     assert_eq!(observed(counter.by_operation()), granted("IngestFunction"));
+    only_its_partitions("IngestFunction", &counter.partitions());
 
     // Rollup: the scheduled job over every site; with partitions taking 10
     // writes a second, the busiest hour asks for more shards.
@@ -251,6 +317,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         observed(counter.by_operation()),
         granted_table("RollupFunction")
     );
+    only_its_partitions("RollupFunction", &counter.partitions());
     assert!(granted("RollupFunction").contains("ses:SendEmail"));
 
     // Query: every endpoint, from rollups and from raw events, goals included.
@@ -371,6 +438,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     let response = tally_query::handle(&query, &clock, request).await;
     assert_eq!(response.status(), 200, "conversions summary");
     assert_eq!(observed(counter.by_operation()), granted("QueryFunction"));
+    only_its_partitions("QueryFunction", &counter.partitions());
 }
 
 #[test]
@@ -609,4 +677,5 @@ async fn the_console_is_granted_exactly_what_its_code_calls() {
         observed(counter.by_operation()),
         granted_table("ConsoleFunction")
     );
+    only_its_partitions("ConsoleFunction", &counter.partitions());
 }

@@ -136,6 +136,7 @@ pub async fn build(options: &ClientOptions) -> Client {
 #[derive(Debug, Default)]
 pub struct RequestCounter {
     by_operation: Mutex<BTreeMap<String, u64>>,
+    partitions: Mutex<std::collections::BTreeSet<String>>,
     total: AtomicU64,
     read_milli_units: AtomicU64,
     write_milli_units: AtomicU64,
@@ -160,6 +161,16 @@ impl RequestCounter {
             .unwrap_or_default()
     }
 
+    /// The partition keys the requests named (`Key`, `Item`, a Query's
+    /// `:pk`, every item of a batch or transaction): what an IAM
+    /// `dynamodb:LeadingKeys` condition must allow.
+    pub fn partitions(&self) -> std::collections::BTreeSet<String> {
+        self.partitions
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+    }
+
     /// Read units reported by responses that returned consumed capacity.
     pub fn read_units(&self) -> f64 {
         self.read_milli_units.load(Ordering::SeqCst) as f64 / 1000.0
@@ -178,6 +189,9 @@ impl RequestCounter {
         if let Ok(mut m) = self.by_operation.lock() {
             m.clear();
         }
+        if let Ok(mut p) = self.partitions.lock() {
+            p.clear();
+        }
     }
 
     pub(crate) fn add_read_units(&self, units: f64) {
@@ -190,12 +204,52 @@ impl RequestCounter {
             .fetch_add((units * 1000.0).round() as u64, Ordering::SeqCst);
     }
 
-    fn record(&self, operation: &str) {
+    fn record(&self, operation: &str, body: Option<&[u8]>) {
         self.total.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut m) = self.by_operation.lock() {
             *m.entry(operation.to_owned()).or_default() += 1;
         }
+        let Some(request) = body.and_then(|b| serde_json::from_slice(b).ok()) else {
+            return;
+        };
+        if let Ok(mut p) = self.partitions.lock() {
+            p.extend(partition_keys(&request));
+        }
     }
+}
+
+/// The `pk` values a DynamoDB JSON request names, wherever they sit.
+fn partition_keys(request: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    let pk = |item: &Value| item["pk"]["S"].as_str().map(str::to_owned);
+    let mut out = Vec::new();
+    for field in ["Key", "Item"] {
+        out.extend(pk(&request[field]));
+    }
+    out.extend(
+        request["ExpressionAttributeValues"][":pk"]["S"]
+            .as_str()
+            .map(str::to_owned),
+    );
+    if let Some(tables) = request["RequestItems"].as_object() {
+        for entry in tables.values() {
+            // BatchGetItem: {Keys: [..]}; BatchWriteItem: [{PutRequest|DeleteRequest}].
+            for key in entry["Keys"].as_array().into_iter().flatten() {
+                out.extend(pk(key));
+            }
+            for write in entry.as_array().into_iter().flatten() {
+                out.extend(pk(&write["PutRequest"]["Item"]));
+                out.extend(pk(&write["DeleteRequest"]["Key"]));
+            }
+        }
+    }
+    for item in request["TransactItems"].as_array().into_iter().flatten() {
+        for kind in ["Put", "Update", "Delete", "ConditionCheck"] {
+            out.extend(pk(&item[kind]["Item"]));
+            out.extend(pk(&item[kind]["Key"]));
+        }
+    }
+    out
 }
 
 #[derive(Debug)]
@@ -218,7 +272,7 @@ impl Intercept for CountingInterceptor {
             .get("x-amz-target")
             .unwrap_or("Unknown");
         let operation = target.rsplit('.').next().unwrap_or(target);
-        self.0.record(operation);
+        self.0.record(operation, context.request().body().bytes());
         Ok(())
     }
 }
