@@ -24,36 +24,41 @@ use tally_tests::seed::{store_events, traffic};
 use tally_tests::{Harness, collect_request};
 use time::macros::date;
 
-fn granted(function: &str) -> BTreeSet<String> {
+/// Every statement of a function's inline policies (a policy given under
+/// `!If [condition, policy, AWS::NoValue]`: the policy when it holds).
+fn statements(function: &str) -> Vec<Value> {
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
     let template: Value = serde_norway::from_str(&text).unwrap();
-    let mut actions = BTreeSet::new();
+    let mut out = Vec::new();
     for policy in template["Resources"][function]["Properties"]["Policies"]
         .as_sequence()
         .unwrap()
     {
-        // `!If [condition, policy, AWS::NoValue]`: the policy when it holds.
         let policy = match policy {
             Value::Tagged(tagged) if tagged.tag == "If" => &tagged.value[1],
             policy => policy,
         };
-        for statement in policy["Statement"].as_sequence().unwrap() {
-            assert_eq!(statement["Effect"], "Allow");
-            let list: Vec<String> = match &statement["Action"] {
-                Value::String(a) => vec![a.clone()],
-                Value::Sequence(seq) => {
-                    seq.iter().map(|a| a.as_str().unwrap().to_owned()).collect()
-                }
-                other => panic!("unexpected Action {other:?}"),
-            };
-            for action in list {
-                assert!(
-                    !action.contains('*'),
-                    "{function}: wildcard action {action}"
-                );
-                actions.insert(action);
-            }
+        out.extend(policy["Statement"].as_sequence().unwrap().iter().cloned());
+    }
+    out
+}
+
+fn granted(function: &str) -> BTreeSet<String> {
+    let mut actions = BTreeSet::new();
+    for statement in statements(function) {
+        assert_eq!(statement["Effect"], "Allow");
+        let list: Vec<String> = match &statement["Action"] {
+            Value::String(a) => vec![a.clone()],
+            Value::Sequence(seq) => seq.iter().map(|a| a.as_str().unwrap().to_owned()).collect(),
+            other => panic!("unexpected Action {other:?}"),
+        };
+        for action in list {
+            assert!(
+                !action.contains('*'),
+                "{function}: wildcard action {action}"
+            );
+            actions.insert(action);
         }
     }
     actions
@@ -96,32 +101,20 @@ fn granted_table(function: &str) -> BTreeSet<String> {
 /// The partition-key patterns of a function's DynamoDB statement (its
 /// `dynamodb:LeadingKeys` condition).
 fn leading_keys(function: &str) -> Vec<String> {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
-    let template: Value = serde_norway::from_str(&text).unwrap();
     let mut patterns = Vec::new();
-    for policy in template["Resources"][function]["Properties"]["Policies"]
-        .as_sequence()
-        .unwrap()
-    {
-        let policy = match policy {
-            Value::Tagged(tagged) if tagged.tag == "If" => &tagged.value[1],
-            policy => policy,
-        };
-        for statement in policy["Statement"].as_sequence().unwrap() {
-            let dynamodb = statement["Action"].as_sequence().is_some_and(|a| {
-                a.iter()
-                    .any(|a| a.as_str().unwrap().starts_with("dynamodb:"))
-            });
-            if dynamodb {
-                patterns.extend(
-                    statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-                        .as_sequence()
-                        .unwrap_or_else(|| panic!("{function}: no LeadingKeys condition"))
-                        .iter()
-                        .map(|p| p.as_str().unwrap().to_owned()),
-                );
-            }
+    for statement in statements(function) {
+        let dynamodb = statement["Action"].as_sequence().is_some_and(|a| {
+            a.iter()
+                .any(|a| a.as_str().unwrap().starts_with("dynamodb:"))
+        });
+        if dynamodb {
+            patterns.extend(
+                statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+                    .as_sequence()
+                    .unwrap_or_else(|| panic!("{function}: no LeadingKeys condition"))
+                    .iter()
+                    .map(|p| p.as_str().unwrap().to_owned()),
+            );
         }
     }
     patterns
