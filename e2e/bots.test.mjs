@@ -6,8 +6,9 @@
 //
 //   user_agent  K posts with a crawler's agent (Googlebot)
 //   datacenter  N posts with a browser's headers from hosting networks (AWS,
-//               Hetzner: the client address as CloudFront names it, so
-//               tally dev runs with TALLY_BEHIND_CLOUDFRONT=1)
+//               Hetzner: the client address as CloudFront names it, with
+//               the origin secret, so tally dev runs with
+//               TALLY_BEHIND_CLOUDFRONT=1 and TALLY_ORIGIN_SECRET)
 //   headers     M posts from a desktop Chrome agent: no Accept-Language, a
 //               HeadlessChrome client-hint brand, client hints under Firefox
 //   rate        one visitor's 60 + R page views in one minute: 60 counted,
@@ -39,6 +40,10 @@ const CHROME_WIN = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36
 const CHROME_HINTS = '"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"';
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
 const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+// The origin secret tally dev is given: the datacenter bots' viewer
+// address is trusted only with it, as behind the stack's CloudFront.
+const ORIGIN_SECRET = 'e2e-origin-secret-0123456789abcdef01234567';
+const viewer = address => ({ 'cloudfront-viewer-address': address, 'x-tally-origin-verify': ORIGIN_SECRET });
 const browserHeaders = { 'user-agent': CHROME_WIN, 'accept-language': 'de-DE,de;q=0.9,en;q=0.8', 'sec-ch-ua': CHROME_HINTS, 'sec-ch-ua-mobile': '?0', 'sec-ch-ua-platform': '"Windows"' };
 
 // The bots, by reason: [headers, expected /collect reason].
@@ -49,10 +54,10 @@ const BOTS = {
     [{ 'user-agent': GOOGLEBOT, 'accept-language': 'en' }, 'crawler'],
   ],
   datacenter: [
-    [{ ...browserHeaders, 'cloudfront-viewer-address': '52.95.110.1:41234' }, 'datacenter'],   // AWS
-    [{ ...browserHeaders, 'cloudfront-viewer-address': '52.95.110.1:41235' }, 'datacenter'],
-    [{ ...browserHeaders, 'cloudfront-viewer-address': '88.198.0.1:50000' }, 'datacenter'],    // Hetzner
-    [{ ...browserHeaders, 'cloudfront-viewer-address': '[2604:a880::1]:443' }, 'datacenter'], // DigitalOcean
+    [{ ...browserHeaders, ...viewer('52.95.110.1:41234') }, 'datacenter'],   // AWS
+    [{ ...browserHeaders, ...viewer('52.95.110.1:41235') }, 'datacenter'],
+    [{ ...browserHeaders, ...viewer('88.198.0.1:50000') }, 'datacenter'],    // Hetzner
+    [{ ...browserHeaders, ...viewer('[2604:a880::1]:443') }, 'datacenter'], // DigitalOcean
   ],
   headers: [
     [{ 'user-agent': CHROME_LINUX }, 'headers'],                                            // no Accept-Language
@@ -113,6 +118,7 @@ async function main() {
   // The datacenter bots name their address as CloudFront does (tally dev's
   // own source address is the loopback peer, never a hosting network).
   process.env.TALLY_BEHIND_CLOUDFRONT = '1';
+  process.env.TALLY_ORIGIN_SECRET = ORIGIN_SECRET;
   ready = await startTally();
   ({ http: base, key } = ready);
   const browser = await launchChromium();
