@@ -697,7 +697,8 @@ async fn coldstart() {
 
 /// The release as it ships (issue 30): each bootstrap zip `.ci/release`
 /// made is unpacked and run, under `qemu-aarch64-static` (or `$QEMU`) when
-/// it is arm64 on another host, through the emulated Lambda runtime API
+/// it is arm64 on another host (its glibc from `$QEMU_LD_PREFIX`, by
+/// default Debian's libc6-arm64-cross), through the emulated Lambda runtime API
 /// against the embedded store. Ingest stores a page view, query counts it
 /// with the page views stored before (an independent count of the table),
 /// the job compacts and rolls up the day before, and the console signs the
@@ -812,6 +813,16 @@ async fn shipped() {
         let arm64 = bytes.get(18..20) == Some(&[0xb7, 0x00][..]);
         let runner = (arm64 && std::env::consts::ARCH != "aarch64")
             .then(|| std::env::var("QEMU").unwrap_or_else(|_| "qemu-aarch64-static".to_owned()));
+        // The bootstrap links glibc: under qemu its arm64 loader and
+        // libraries come from Debian's libc6-arm64-cross.
+        let mut env = env.clone();
+        if runner.is_some() {
+            env.push((
+                "QEMU_LD_PREFIX",
+                std::env::var("QEMU_LD_PREFIX")
+                    .unwrap_or_else(|_| "/usr/aarch64-linux-gnu".to_owned()),
+            ));
+        }
         let out = tally_tests::runtime_api::cold_start_via(
             runner.as_deref(),
             bootstrap.to_str().unwrap(),
