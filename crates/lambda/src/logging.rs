@@ -31,6 +31,9 @@ pub fn init_tracing_with(directives: &str) {
         .try_init();
 }
 
+/// The field every line starts with, made once at compile time.
+const VERSION_FIELD: &str = concat!("{\"version\":\"", env!("CARGO_PKG_VERSION"), "\",");
+
 /// A writer that puts `"version":"…"` ([`crate::VERSION`]) first in every
 /// JSON line it is given (the formatter writes each line whole).
 struct Versioned<W>(W);
@@ -44,7 +47,9 @@ impl<W: std::io::Write> std::io::Write for Versioned<W> {
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         match buf.strip_prefix(b"{") {
             Some(rest) => {
-                let mut line = format!("{{\"version\":\"{}\",", crate::VERSION).into_bytes();
+                // One write per line, so lines from threads never interleave.
+                let mut line = Vec::with_capacity(VERSION_FIELD.len() + rest.len());
+                line.extend_from_slice(VERSION_FIELD.as_bytes());
                 line.extend_from_slice(rest);
                 self.0.write_all(&line)
             }
