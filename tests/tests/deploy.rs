@@ -318,12 +318,26 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
         "POST /api/sites/{site}/conversions",
         "POST /api/v2/query",
     ];
+    // The query function is always on the HTTP API: the console's
+    // Dashboard button opens the dashboard on the console's own origin.
+    let allowed = |p: &str| {
+        t["Parameters"][p]["AllowedValues"]
+            .as_sequence()
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(allowed("IngestFrontDoor").len(), 3);
+    assert_eq!(
+        allowed("QueryFrontDoor"),
+        vec![Value::from("HttpApi"), Value::from("Both")]
+    );
     for door in ["HttpApi", "FunctionUrl", "Both"] {
-        let params = [("IngestFrontDoor", door), ("QueryFrontDoor", door)];
+        let query_door = if door == "FunctionUrl" { "Both" } else { door };
+        let params = [("IngestFrontDoor", door), ("QueryFrontDoor", query_door)];
         let made = resources(&t, &params);
-        let api = door != "FunctionUrl";
-        let url = door != "HttpApi";
         for (function, routes) in [("Ingest", &ingest_routes[..]), ("Query", &query_routes[..])] {
+            let api = function == "Query" || door != "FunctionUrl";
+            let url = door != "HttpApi";
             let keys: Vec<&str> = made
                 .iter()
                 .filter(|(k, ty)| {
@@ -424,18 +438,33 @@ fn each_front_door_variant_creates_its_routes_urls_and_permissions() {
 /// An origin secret as an operator would give it.
 const ORIGIN_SECRET: &str = "0123456789abcdef0123456789abcdef";
 
+/// Behind CloudFront the stack keeps an origin secret in Secrets Manager,
+/// generated unless the operator gives one, and ingest gets only its ARN;
+/// without CloudFront there is none.
 #[test]
-fn behind_cloudfront_needs_the_origin_secret() {
+fn behind_cloudfront_the_origin_secret_is_made_or_given_and_only_its_arn_is_passed() {
     let t = template();
-    let behind = [("BehindCloudFront", "true")];
-    assert!(!rules_hold(&t, &behind), "no secret: refused");
-    assert!(rules_hold(
-        &t,
-        &[
-            ("BehindCloudFront", "true"),
-            ("OriginVerifySecret", ORIGIN_SECRET)
-        ]
-    ));
+    let secret = &t["Resources"]["OriginSecret"]["Properties"];
+    let env = &t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"];
+    for given in ["", ORIGIN_SECRET] {
+        let behind = [("BehindCloudFront", "true"), ("OriginVerifySecret", given)];
+        assert!(rules_hold(&t, &behind), "{behind:?}");
+        assert!(resources(&t, &behind).contains_key("OriginSecret"));
+        assert!(
+            matches!(pick(&t, &env["TALLY_ORIGIN_SECRET_ARN"], &behind), Value::Tagged(r) if r.tag == "Ref" && r.value == "OriginSecret")
+        );
+        let generated = pick(&t, &secret["GenerateSecretString"], &behind);
+        let value = pick(&t, &secret["SecretString"], &behind);
+        if given.is_empty() {
+            assert!(generated["PasswordLength"].as_u64() >= Some(32));
+            assert!(matches!(value, Value::Tagged(r) if r.value == "AWS::NoValue"));
+        } else {
+            assert!(matches!(value, Value::Tagged(r) if r.value == "OriginVerifySecret"));
+            assert!(matches!(generated, Value::Tagged(r) if r.value == "AWS::NoValue"));
+        }
+    }
+    assert!(!resources(&t, &[]).contains_key("OriginSecret"));
+    assert_eq!(pick(&t, &env["TALLY_ORIGIN_SECRET_ARN"], &[]), "");
 }
 
 #[test]
@@ -450,7 +479,7 @@ fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
     let mut deployable = Vec::new();
     for behind in ["true", "false"] {
         for ingest in doors {
-            for query in doors {
+            for query in ["HttpApi", "Both"] {
                 let params = [
                     ("BehindCloudFront", behind),
                     ("IngestFrontDoor", ingest),
@@ -476,10 +505,10 @@ fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
                 assert_eq!(trusts, behind == "true", "{params:?}");
                 let secret = pick(
                     &t,
-                    &t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"]["TALLY_ORIGIN_SECRET"],
+                    &t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"]["TALLY_ORIGIN_SECRET_ARN"],
                     &params,
                 );
-                let given = matches!(secret, Value::Tagged(r) if r.tag == "Ref" && r.value == "OriginVerifySecret");
+                let given = matches!(secret, Value::Tagged(r) if r.tag == "Ref" && r.value == "OriginSecret");
                 assert_eq!(
                     given, trusts,
                     "{params:?}: the origin secret with the trust"
@@ -516,8 +545,8 @@ fn behind_cloudfront_every_variant_closes_the_doors_that_skip_cloudfront() {
             }
         }
     }
-    // Every variant but the six that pair CloudFront with an ingest URL.
-    assert_eq!(deployable.len(), 18 - 6);
+    // Every variant but the four that pair CloudFront with an ingest URL.
+    assert_eq!(deployable.len(), 12 - 4);
 }
 
 #[test]
@@ -967,25 +996,37 @@ fn each_function_names_the_release_it_runs() {
     );
 }
 
-/// The first owner by email (issue 30, item 3): with `AdminEmail` the
-/// stack has the `FirstOwner` custom resource, answered by the job's
-/// function with the console's URL; it needs `EmailFrom` to send from;
-/// without `AdminEmail` there is none.
+/// The first owner without a terminal (issue 30, item 3): every stack
+/// has the `FirstOwner` custom resource, answered by the job's function
+/// with the console's URL, `AdminEmail` and the secret a link not mailed
+/// goes to (which the job may write and the `SetupLink` output names);
+/// `AdminEmail` without `EmailFrom` is taken (the link goes to the
+/// secret).
 #[test]
-fn admin_email_makes_the_first_owner_resource() {
+fn every_stack_has_the_first_owner_resource_and_its_setup_link_secret() {
     let t = template();
-    assert!(!resources(&t, &[]).contains_key("FirstOwner"));
     let with = [
         ("AdminEmail", "admin@example.com"),
         ("EmailFrom", "tally@example.com"),
     ];
-    assert!(rules_hold(&t, &with));
-    assert!(!rules_hold(&t, &[("AdminEmail", "admin@example.com")]));
-    assert_eq!(
-        resources(&t, &with).get("FirstOwner").map(String::as_str),
-        Some("Custom::TallyFirstOwner")
-    );
+    for params in [&with[..], &[], &[("AdminEmail", "admin@example.com")]] {
+        assert!(rules_hold(&t, params), "{params:?}");
+        let made = resources(&t, params);
+        assert_eq!(
+            made.get("FirstOwner").map(String::as_str),
+            Some("Custom::TallyFirstOwner")
+        );
+        assert!(made.contains_key("SetupLinkSecret"));
+    }
     let p = &t["Resources"]["FirstOwner"]["Properties"];
+    assert!(
+        matches!(&p["SetupLinkSecret"], Value::Tagged(r) if r.tag == "Ref" && r.value == "SetupLinkSecret")
+    );
+    let output = format!("{:?}", t["Outputs"]["SetupLink"]["Value"]);
+    assert!(
+        output.contains("get-secret-value") && output.contains("${SetupLinkSecret}"),
+        "{output}"
+    );
     let Value::Tagged(token) = &p["ServiceToken"] else {
         panic!("{:?}", p["ServiceToken"])
     };
@@ -1158,14 +1199,17 @@ fn a_domain_puts_a_distribution_in_front_with_the_origin_secret() {
         ("OriginVerifySecret", ORIGIN_SECRET),
     ];
     assert!(rules_hold(&t, &domain));
-    for missing in ["CertificateArn", "OriginVerifySecret"] {
-        let params: Vec<(&str, &str)> = domain
+    // A certificate is needed; the origin secret is generated when not
+    // given.
+    let without = |missing: &str| -> Vec<(&str, &str)> {
+        domain
             .iter()
             .copied()
             .filter(|(k, _)| *k != missing)
-            .collect();
-        assert!(!rules_hold(&t, &params), "without {missing}");
-    }
+            .collect()
+    };
+    assert!(!rules_hold(&t, &without("CertificateArn")));
+    assert!(rules_hold(&t, &without("OriginVerifySecret")));
     let mut with_url = domain.to_vec();
     with_url.push(("IngestFrontDoor", "FunctionUrl"));
     assert!(
@@ -1200,9 +1244,13 @@ fn a_domain_puts_a_distribution_in_front_with_the_origin_secret() {
         origin["OriginCustomHeaders"][0]["HeaderName"],
         "X-Tally-Origin-Verify"
     );
+    // The header's value is resolved from the secret by CloudFormation.
     assert!(
-        matches!(&origin["OriginCustomHeaders"][0]["HeaderValue"], Value::Tagged(r) if r.value == "OriginVerifySecret")
+        matches!(&origin["OriginCustomHeaders"][0]["HeaderValue"], Value::Tagged(r) if r.tag == "Sub" && r.value == "{{resolve:secretsmanager:${OriginSecret}:SecretString}}"),
+        "{:?}",
+        origin["OriginCustomHeaders"][0]["HeaderValue"]
     );
+    assert!(made.contains_key("OriginSecret"));
     let forwarded: Vec<&str> = t["Resources"]["OriginRequestPolicy"]["Properties"]
         ["OriginRequestPolicyConfig"]["HeadersConfig"]["Headers"]
         .as_sequence()
@@ -1225,7 +1273,7 @@ fn a_domain_puts_a_distribution_in_front_with_the_origin_secret() {
     let env = &t["Resources"]["IngestFunction"]["Properties"]["Environment"]["Variables"];
     assert_eq!(pick(&t, &env["TALLY_BEHIND_CLOUDFRONT"], &domain), "1");
     assert!(
-        matches!(pick(&t, &env["TALLY_ORIGIN_SECRET"], &domain), Value::Tagged(r) if r.value == "OriginVerifySecret")
+        matches!(pick(&t, &env["TALLY_ORIGIN_SECRET_ARN"], &domain), Value::Tagged(r) if r.value == "OriginSecret")
     );
     assert_eq!(
         pick(

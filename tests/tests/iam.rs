@@ -266,7 +266,10 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         )
         .await;
     }
-    assert_eq!(observed(counter.by_operation()), granted("IngestFunction"));
+    assert_eq!(
+        observed(counter.by_operation()),
+        granted_table("IngestFunction")
+    );
     only_its_partitions("IngestFunction", &counter.partitions());
 
     // Rollup: the scheduled job over every site; with partitions taking 10
@@ -430,14 +433,17 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
         .unwrap();
     let response = tally_query::handle(&query, &clock, request).await;
     assert_eq!(response.status(), 200, "conversions summary");
-    assert_eq!(observed(counter.by_operation()), granted("QueryFunction"));
+    assert_eq!(
+        observed(counter.by_operation()),
+        granted_table("QueryFunction")
+    );
     only_its_partitions("QueryFunction", &counter.partitions());
 }
 
 #[test]
 fn the_console_and_the_job_may_send_mail_only_from_its_identity() {
     for f in ["IngestFunction", "QueryFunction"] {
-        assert!(granted(f).iter().all(|a| a.starts_with("dynamodb:")), "{f}");
+        assert!(granted(f).iter().all(|a| !a.starts_with("ses:")), "{f}");
     }
     let text =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
@@ -671,4 +677,77 @@ async fn the_console_is_granted_exactly_what_its_code_calls() {
         granted_table("ConsoleFunction")
     );
     only_its_partitions("ConsoleFunction", &counter.partitions());
+}
+
+/// No secret in any environment (issue 30, item 6): each function may
+/// touch exactly the one secret it reads or writes, by its ARN, with the
+/// one action its code calls (`tally_lambda::secrets`): query and console
+/// read the deployment secret, ingest the origin secret (behind
+/// CloudFront), the job writes the first owner's setup link; and each
+/// function's environment names that secret's ARN, never a value.
+#[test]
+fn each_function_may_touch_only_its_own_secret() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).unwrap();
+    let template: Value = serde_norway::from_str(&text).unwrap();
+    for (function, action, secret, env) in [
+        (
+            "IngestFunction",
+            "secretsmanager:GetSecretValue",
+            "OriginSecret",
+            Some("TALLY_ORIGIN_SECRET_ARN"),
+        ),
+        (
+            "QueryFunction",
+            "secretsmanager:GetSecretValue",
+            "DeploymentSecret",
+            Some("TALLY_SECRET_ARN"),
+        ),
+        (
+            "ConsoleFunction",
+            "secretsmanager:GetSecretValue",
+            "DeploymentSecret",
+            Some("TALLY_SECRET_ARN"),
+        ),
+        (
+            "RollupFunction",
+            "secretsmanager:PutSecretValue",
+            "SetupLinkSecret",
+            None,
+        ),
+    ] {
+        let grants: Vec<(Vec<String>, Value)> = statements(function)
+            .into_iter()
+            .filter(|s| format!("{:?}", s["Action"]).contains("secretsmanager:"))
+            .map(|s| {
+                let actions = s["Action"]
+                    .as_sequence()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_owned())
+                    .collect();
+                (actions, s["Resource"].clone())
+            })
+            .collect();
+        assert_eq!(grants.len(), 1, "{function}: {grants:?}");
+        assert_eq!(grants[0].0, [action], "{function}");
+        assert!(
+            matches!(&grants[0].1, Value::Tagged(r) if r.tag == "Ref" && r.value == secret),
+            "{function}: {:?}",
+            grants[0].1
+        );
+        let vars = &template["Resources"][function]["Properties"]["Environment"]["Variables"];
+        let named = format!("{vars:?}");
+        assert!(
+            !named.contains("SaltSecret") && !named.contains("OriginVerifySecret"),
+            "{function}: {named}"
+        );
+        if let Some(env) = env {
+            assert!(
+                format!("{:?}", vars[env]).contains(secret),
+                "{function}: {env} = {:?}",
+                vars[env]
+            );
+        }
+    }
 }

@@ -389,18 +389,20 @@ async fn a_keys_power_follows_its_makers_role_on_every_use() {
 /// throughout.
 #[tokio::test]
 async fn credentials_made_before_a_rotation_read_until_the_previous_secret_ends() {
-    use tally_core::zone::{format_date, utc_date, utc_midnight};
+    use tally_core::zone::{utc_date, utc_midnight};
     const NEW: &[u8] = b"lockout tests rotated deployment secret 01";
     let mut d = Deployment::start().await;
     let key = d.issue("keys", "key").await;
     let link = d.issue("shares", "token").await;
     let session = format!("tally_session={}", d.owner.cookie("tally_session").unwrap());
     let until = utc_date(START).next_day().unwrap();
-    d.config.tag_keys = Some(tally_store::env::tag_keys_from(
-        &Secret::new(NEW.to_vec()),
-        Some(std::str::from_utf8(SECRET).unwrap()),
-        Some(&format_date(until)),
-    ));
+    d.config.tag_keys = Some(
+        tally_lambda::secrets::deployment_of(
+            std::str::from_utf8(NEW).unwrap(),
+            Some((std::str::from_utf8(SECRET).unwrap(), utc_midnight(until))),
+        )
+        .tag_keys,
+    );
     d.console.config = tally_console::Config::new(&Secret::new(NEW.to_vec()));
     let made_after = d.issue("keys", "key").await;
     let bearer = |k: &str| format!("Bearer {k}");
@@ -436,4 +438,103 @@ async fn credentials_made_before_a_rotation_read_until_the_previous_secret_ends(
             (200, None)
         );
     }
+}
+
+/// The deployment secret as AWS holds it (issue 30, item 6): a Secrets
+/// Manager secret (moto's, through the real `aws-sdk-secretsmanager`
+/// client) read at cold start. After `put-secret-value` rotates it, a
+/// function starting then tags with the new value and accepts a credential
+/// tagged under the old one (now `AWSPREVIOUS`) until the grace after the
+/// new value was made, and not after; one that reads before the rotation
+/// knows only the old value.
+#[tokio::test]
+async fn a_rotated_secret_in_secrets_manager_is_accepted_for_its_grace() {
+    use tally_core::tag::TagVerdict;
+    use tally_lambda::secrets::{SecretError, Secrets};
+    const OLD: &str = "the deployment secret before rotation 0123456789";
+    const NEW: &str = "the deployment secret after the rotation 9876543210";
+    let moto = tally_tests::moto::Moto::start();
+    let secrets = Secrets::connect(Some(moto.endpoint.as_str())).await;
+    let arn = secrets
+        .client()
+        .create_secret()
+        .name("tally-deployment")
+        .secret_string(OLD)
+        .send()
+        .await
+        .unwrap()
+        .arn
+        .unwrap();
+    let before = secrets.deployment(&arn, 7).await.unwrap();
+    let old_key = TagKey::derive(&Secret::new(OLD.as_bytes().to_vec()));
+    let new_key = TagKey::derive(&Secret::new(NEW.as_bytes().to_vec()));
+    let made_before = tagged_credential(&old_key, "tk_", SITE, &[7; 20]);
+    let made_after = tagged_credential(&new_key, "tk_", SITE, &[9; 20]);
+    let now = START;
+    assert_eq!(
+        before.tag_keys.verify(&made_before, now),
+        TagVerdict::Tagged(true)
+    );
+    assert_eq!(
+        before.tag_keys.verify(&made_after, now),
+        TagVerdict::Tagged(false)
+    );
+
+    secrets
+        .client()
+        .put_secret_value()
+        .secret_id(&arn)
+        .secret_string(NEW)
+        .send()
+        .await
+        .unwrap();
+    let rotated = secrets.version(&arn, "AWSCURRENT").await.unwrap().unwrap();
+    assert_eq!(rotated.value, NEW);
+    let after = secrets.deployment(&arn, 7).await.unwrap();
+    let grace_ends = rotated.created + 7 * 86_400_000;
+    for at in [rotated.created, grace_ends - 1] {
+        assert_eq!(
+            after.tag_keys.verify(&made_before, at),
+            TagVerdict::Tagged(true),
+            "{at}"
+        );
+        assert_eq!(
+            after.tag_keys.verify(&made_after, at),
+            TagVerdict::Tagged(true)
+        );
+    }
+    assert_eq!(
+        after.tag_keys.verify(&made_before, grace_ends),
+        TagVerdict::Tagged(false)
+    );
+    assert_eq!(
+        after.tag_keys.verify(&made_after, grace_ends),
+        TagVerdict::Tagged(true)
+    );
+
+    // A secret too short for production, and one that does not exist,
+    // stop the function rather than start it keyless.
+    let short = secrets
+        .client()
+        .create_secret()
+        .name("tally-short")
+        .secret_string("short")
+        .send()
+        .await
+        .unwrap()
+        .arn
+        .unwrap();
+    assert!(matches!(
+        secrets.deployment(&short, 7).await,
+        Err(SecretError::Short(_))
+    ));
+    assert!(matches!(
+        secrets
+            .deployment(
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:nothing-AbCdEf",
+                7
+            )
+            .await,
+        Err(SecretError::Short(_))
+    ));
 }

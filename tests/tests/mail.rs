@@ -227,6 +227,33 @@ async fn response_url() -> (
     (url, seen)
 }
 
+/// A `FirstOwner` custom resource request of `kind` as CloudFormation
+/// sends it (its `n`th), answering to `url`.
+fn first_owner_request(
+    url: &str,
+    properties: &serde_json::Value,
+    kind: &str,
+    n: u32,
+) -> tally_rollup::first_owner::Request {
+    let mut event = serde_json::json!({
+        "RequestType": kind,
+        "ServiceToken": "arn:aws:lambda:eu-central-1:123456789012:function:tally-rollup",
+        "ResponseURL": url,
+        "StackId": "arn:aws:cloudformation:eu-central-1:123456789012:stack/tally/5b3a0f60-d3a4-11f0-9c7e-0a1b2c3d4e5f",
+        "RequestId": format!("0f5a3c2e-1b2d-4e6f-8a9b-00000000000{n}"),
+        "LogicalResourceId": "FirstOwner",
+        "ResourceType": "Custom::TallyFirstOwner",
+        "ResourceProperties": properties
+    });
+    if kind != "Create" {
+        event["PhysicalResourceId"] = serde_json::json!(tally_rollup::first_owner::PHYSICAL_ID);
+    }
+    if kind == "Update" {
+        event["OldResourceProperties"] = properties.clone();
+    }
+    serde_json::from_value(event).unwrap()
+}
+
 /// The first owner by email (issue 30, item 3): the stack's `FirstOwner`
 /// custom resource, given CloudFormation's request shape, mails exactly
 /// one setup link to `AdminEmail` through SES (moto), answers
@@ -247,30 +274,14 @@ async fn the_stack_mails_the_first_owner_one_setup_link_that_signs_in_once() {
         "AdminEmail": "admin@example.com",
         "ConsoleUrl": "https://a1b2c3d4e5.execute-api.eu-central-1.amazonaws.com/console"
     });
-    let request = |kind: &str, n: u32| {
-        let mut event = json!({
-            "RequestType": kind,
-            "ServiceToken": "arn:aws:lambda:eu-central-1:123456789012:function:tally-rollup",
-            "ResponseURL": url,
-            "StackId": "arn:aws:cloudformation:eu-central-1:123456789012:stack/tally/5b3a0f60-d3a4-11f0-9c7e-0a1b2c3d4e5f",
-            "RequestId": format!("0f5a3c2e-1b2d-4e6f-8a9b-00000000000{n}"),
-            "LogicalResourceId": "FirstOwner",
-            "ResourceType": "Custom::TallyFirstOwner",
-            "ResourceProperties": properties
-        });
-        if kind != "Create" {
-            event["PhysicalResourceId"] = json!(tally_rollup::first_owner::PHYSICAL_ID);
-        }
-        if kind == "Update" {
-            event["OldResourceProperties"] = properties.clone();
-        }
-        serde_json::from_value::<tally_rollup::first_owner::Request>(event).unwrap()
-    };
+    let request = |kind: &str, n: u32| first_owner_request(&url, &properties, kind, n);
     let now = tally_store::clock::Clock::now(&tally_store::clock::SystemClock);
     let run = |kind: &'static str, n: u32| {
         let (store, ses, responder) = (&console.store, &ses, &responder);
         let request = request(kind, n);
-        async move { tally_rollup::first_owner::handle(store, Some(ses), responder, request, now).await }
+        async move {
+            tally_rollup::first_owner::handle(store, Some(ses), None, responder, request, now).await
+        }
     };
     let first = run("Create", 1).await;
     assert!(first.succeeded && first.mailed, "{first:?}");
@@ -307,6 +318,7 @@ async fn the_stack_mails_the_first_owner_one_setup_link_that_signs_in_once() {
             body["Data"]["Mailed"],
             if n == 0 { "true" } else { "false" }
         );
+        assert_eq!(body["Data"]["Stored"], "false");
     }
     // The link signs the owner in, once.
     console.clock.set(now);
@@ -322,6 +334,102 @@ async fn the_stack_mails_the_first_owner_one_setup_link_that_signs_in_once() {
     let gone = run("Delete", 4).await;
     assert!(gone.succeeded && !gone.mailed);
     assert_eq!(moto.sent_emails().len(), 1);
+}
+
+/// The first owner without mail (issue 30, item 3): a stack with no
+/// `EmailFrom` writes the setup link into its `SetupLinkSecret` (moto's
+/// Secrets Manager through the real client) instead, a fresh one on each
+/// deploy while there is no owner and none after; the stored link signs
+/// the owner in once.
+#[tokio::test]
+async fn without_mail_the_setup_link_goes_to_the_stacks_secret() {
+    use serde_json::json;
+    use tally_tests::console::{Browser, Console, PASSWORD};
+    let moto = Moto::start();
+    let vault = tally_lambda::secrets::Secrets::connect(Some(moto.endpoint.as_str())).await;
+    let arn = vault
+        .client()
+        .create_secret()
+        .name("tally-setup-link")
+        .secret_string("none yet")
+        .send()
+        .await
+        .unwrap()
+        .arn
+        .unwrap();
+    let console = Console::start().await;
+    let (url, answers) = response_url().await;
+    let responder = tally_rollup::webhook::Webhooks::new(true).unwrap();
+    let properties = json!({
+        "ServiceToken": "arn:aws:lambda:eu-central-1:123456789012:function:tally-rollup",
+        "AdminEmail": "",
+        "ConsoleUrl": "https://a1b2c3d4e5.execute-api.eu-central-1.amazonaws.com/console",
+        "SetupLinkSecret": arn
+    });
+    let request = |kind: &str, n: u32| first_owner_request(&url, &properties, kind, n);
+    let now = tally_store::clock::Clock::now(&tally_store::clock::SystemClock);
+    let run = |kind: &'static str, n: u32| {
+        let (store, vault, responder) = (&console.store, &vault, &responder);
+        let request = request(kind, n);
+        async move {
+            tally_rollup::first_owner::handle(store, None, Some(vault), responder, request, now)
+                .await
+        }
+    };
+    let stored = || {
+        let vault = &vault;
+        let arn = arn.clone();
+        async move {
+            vault
+                .version(&arn, "AWSCURRENT")
+                .await
+                .unwrap()
+                .unwrap()
+                .value
+        }
+    };
+    let token_of = |link: &str| {
+        let at = link.find("/console#/setup/").expect(link);
+        link[at + "/console#/setup/".len()..].to_owned()
+    };
+    let first = run("Create", 1).await;
+    assert!(
+        first.succeeded && first.stored && !first.mailed,
+        "{first:?}"
+    );
+    let first_token = token_of(&stored().await);
+    assert!(tally_core::account::token::is_setup_token(&first_token));
+    // A later deploy while there is still no owner: a fresh link.
+    let second = run("Update", 2).await;
+    assert!(second.succeeded && second.stored, "{second:?}");
+    let token = token_of(&stored().await);
+    assert_ne!(token, first_token);
+    assert!(moto.sent_emails().is_empty());
+    // The stored link signs the owner in, once.
+    console.clock.set(now);
+    let form = json!({"token": token, "email": "admin@example.com", "password": PASSWORD});
+    let (status, body) = Browser::new("198.51.100.1")
+        .call(&console, "POST", "setup", Some(form.clone()))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = Browser::new("198.51.100.2")
+        .call(&console, "POST", "setup", Some(form))
+        .await;
+    assert_ne!(status, 200);
+    // With an owner, a deploy writes nothing more.
+    let third = run("Update", 3).await;
+    assert!(third.succeeded && !third.stored, "{third:?}");
+    assert_eq!(token_of(&stored().await), token);
+    let answers = answers.lock().unwrap().clone();
+    let stored_flags: Vec<String> = answers
+        .iter()
+        .map(|(_, body)| {
+            let body: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert_eq!(body["Status"], "SUCCESS");
+            body["Data"]["Stored"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(stored_flags, ["true", "true", "false"]);
 }
 
 /// Every message goes out with the deployment's configuration set (issue

@@ -57,10 +57,11 @@ impl Config {
     }
 
     /// [`Config::new`] with what the environment sets: `INGEST_URL`,
-    /// `PUBLIC_URL`, a previous secret's tag key after a rotation
-    /// (`tally_store::env::tag_keys`), and SES as the mailer when
-    /// `EMAIL_FROM` is set.
-    pub async fn from_env(secret: &Secret) -> Result<Self, MailError> {
+    /// `PUBLIC_URL` and SES as the mailer when `EMAIL_FROM` is set; the
+    /// tag keys accepted (after a rotation, the previous secret's too:
+    /// [`tally_lambda::secrets::Deployment`]) when given, else the
+    /// secret's own.
+    pub async fn from_env(secret: &Secret, tag_keys: Option<TagKeys>) -> Result<Self, MailError> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let mailer: Option<Arc<dyn Mailer>> = match SesOptions::from_env() {
             Some(options) => Some(Arc::new(Ses::connect(&options).await?)),
@@ -72,7 +73,7 @@ impl Config {
             public_url: var("PUBLIC_URL"),
             mailer,
             // The previous secret's keys too, after a rotation.
-            tag_keys: tally_store::env::tag_keys().unwrap_or(config.tag_keys.clone()),
+            tag_keys: tag_keys.unwrap_or(config.tag_keys.clone()),
             ..config
         })
     }

@@ -14,7 +14,13 @@ async fn main() -> Result<(), Error> {
     tally_lambda::logging::init_tracing();
     let store = Store::connect(&ClientOptions::from_env(), &tally_store::env::table_name()).await;
     let ingest = Arc::new(DynamoIngest::new(store, SharedSalt::new()));
-    let config = Arc::new(Config::from_env());
+    // Behind CloudFront, the origin secret (Secrets Manager on AWS), read
+    // once before the first request.
+    let origin = tally_lambda::secrets::origin().await?;
+    let config = Arc::new(Config {
+        cloudfront: tally_lambda::request::OriginVerify::configured(origin.as_deref()),
+        ..Config::from_env()
+    });
     run(service_fn(move |request: Request| {
         let (ingest, config) = (ingest.clone(), config.clone());
         async move { Ok::<_, Error>(handle(&*ingest, &SystemClock, &config, request).await) }

@@ -7,6 +7,8 @@
 //! - [`request`]: what an HTTP request says about its client.
 //! - [`metrics`]: CloudWatch Embedded Metric Format lines on stdout.
 //! - [`page`]: the HTML pages' security headers (a CSP of hashes).
+//! - [`secrets`]: the deployment secret and the origin secret, read once
+//!   at cold start (Secrets Manager on AWS, never the environment).
 //! - [`VERSION`]: the release every function, log line and `/health`
 //!   answer names.
 
@@ -15,6 +17,7 @@ pub mod logging;
 pub mod metrics;
 pub mod page;
 pub mod request;
+pub mod secrets;
 
 /// The release (the workspace version, CHANGELOG.md): in every log line,
 /// every `/health` answer and each function's description in

@@ -70,10 +70,17 @@ impl OriginVerify {
         })
     }
 
-    /// From `TALLY_BEHIND_CLOUDFRONT=1` and `TALLY_ORIGIN_SECRET`: `None`
-    /// when not behind CloudFront, or (with a warning) when the secret is
-    /// missing or short: then no viewer header is ever trusted.
+    /// From `TALLY_BEHIND_CLOUDFRONT=1` and `TALLY_ORIGIN_SECRET`: see
+    /// [`OriginVerify::configured`].
     pub fn from_env() -> Option<Self> {
+        Self::configured(std::env::var("TALLY_ORIGIN_SECRET").ok().as_deref())
+    }
+
+    /// The check for `secret` ([`crate::secrets::origin`]) when
+    /// `TALLY_BEHIND_CLOUDFRONT=1`: `None` when not behind CloudFront, or
+    /// (with a warning) when the secret is missing or short: then no
+    /// viewer header is ever trusted.
+    pub fn configured(secret: Option<&str>) -> Option<Self> {
         let behind = matches!(
             std::env::var("TALLY_BEHIND_CLOUDFRONT").as_deref(),
             Ok("1" | "true" | "yes")
@@ -81,7 +88,7 @@ impl OriginVerify {
         if !behind {
             return None;
         }
-        let verify = Self::new(&std::env::var("TALLY_ORIGIN_SECRET").unwrap_or_default());
+        let verify = Self::new(secret.unwrap_or_default());
         if verify.is_none() {
             tracing::warn!(
                 "TALLY_BEHIND_CLOUDFRONT is set without a TALLY_ORIGIN_SECRET of {MIN_ORIGIN_SECRET} characters: CloudFront viewer headers are not trusted"

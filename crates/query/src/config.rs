@@ -62,11 +62,11 @@ pub struct Config {
     pub min_window_bytes: u64,
     /// This instance's record of failed key checks.
     pub guard: std::sync::Arc<AuthGuard>,
-    /// Verifies credential tags offline (`tally_core::tag`): from the
-    /// deployment secret (`TALLY_SALT_SECRET`) and, after a rotation, the
-    /// previous one until its time (`TALLY_PREVIOUS_SECRET`,
-    /// `TALLY_PREVIOUS_SECRET_UNTIL`); none: every credential goes through
-    /// the failed-guess guard, tagged or not.
+    /// Verifies credential tags offline (`tally_core::tag`): the
+    /// deployment secret's keys ([`tally_lambda::secrets::deployment`],
+    /// read at cold start: the current secret and, after a rotation, the
+    /// previous one until its grace ends); none: every credential goes
+    /// through the failed-guess guard, tagged or not.
     pub tag_keys: Option<tally_core::tag::TagKeys>,
 }
 
@@ -93,7 +93,8 @@ impl Config {
     /// `TALLY_READ_WORKERS` (windows side by side; unset: one per vCPU the
     /// function's memory buys on Lambda, [`windows_for_memory`], else one
     /// per core), `TALLY_PREFETCH_BYTES` (parts each window fetches
-    /// ahead) and the tag key of `TALLY_SALT_SECRET` when it is set.
+    /// ahead). The tag keys are the caller's: they come from the
+    /// deployment secret, read at cold start.
     pub fn from_env() -> Self {
         let number = |name: &str| {
             std::env::var(name)
@@ -108,7 +109,6 @@ impl Config {
             prefetch_bytes: number("TALLY_PREFETCH_BYTES")
                 .filter(|b| *b > 0)
                 .unwrap_or(d.prefetch_bytes),
-            tag_keys: tally_store::env::tag_keys(),
             ..d
         }
     }

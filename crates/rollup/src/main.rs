@@ -44,9 +44,13 @@ async fn main() -> Result<(), Error> {
                 let Some(responder) = webhooks.as_deref() else {
                     return Err(Error::from("no HTTP client to answer CloudFormation"));
                 };
+                // The setup link's secret, when no mail takes it.
+                let endpoint = std::env::var("SECRETS_ENDPOINT").ok();
+                let vault = tally_lambda::secrets::Secrets::connect(endpoint.as_deref()).await;
                 let outcome = tally_rollup::first_owner::handle(
                     &store,
                     mailer.as_deref().map(|m| m as &dyn tally_mail::Mailer),
+                    Some(&vault),
                     responder,
                     request,
                     tally_store::clock::Clock::now(&SystemClock),
@@ -54,7 +58,8 @@ async fn main() -> Result<(), Error> {
                 .await;
                 return Ok(serde_json::json!({
                     "succeeded": outcome.succeeded,
-                    "mailed": outcome.mailed
+                    "mailed": outcome.mailed,
+                    "stored": outcome.stored
                 }));
             }
             let payload: EventBridgeEvent<serde_json::Value> =

@@ -33,58 +33,15 @@ pub fn salt_secret() -> Result<Secret, ConfigError> {
     secret_from(std::env::var("TALLY_SALT_SECRET").ok(), is_production())
 }
 
-/// The deployment secret that tags credentials (`tally_core::tag`):
-/// `TALLY_SALT_SECRET` when set, else none (no random one: a tag made
-/// under a secret no other process has would fail everywhere else).
+/// The deployment secret that tags credentials (`tally_core::tag`) for
+/// the CLI: `TALLY_SALT_SECRET` when set, else none (no random one: a tag
+/// made under a secret no other process has would fail everywhere else).
+/// The functions read theirs with `tally_lambda::secrets`.
 pub fn tag_secret() -> Option<Secret> {
     std::env::var("TALLY_SALT_SECRET")
         .ok()
         .filter(|v| !v.is_empty())
         .map(|v| Secret::new(v.into_bytes()))
-}
-
-/// The tag keys a function accepts ([`tally_core::tag::TagKeys`]): the
-/// deployment secret's ([`tag_secret`]), and after a rotation the previous
-/// secret's (`TALLY_PREVIOUS_SECRET`) until `TALLY_PREVIOUS_SECRET_UNTIL`
-/// (a UTC date, `YYYY-MM-DD`: accepted before its midnight). None without
-/// a deployment secret; a previous secret without a valid date is
-/// ignored, with a warning.
-pub fn tag_keys() -> Option<tally_core::tag::TagKeys> {
-    let current = tag_secret()?;
-    let previous = std::env::var("TALLY_PREVIOUS_SECRET")
-        .ok()
-        .filter(|v| !v.is_empty());
-    let until = std::env::var("TALLY_PREVIOUS_SECRET_UNTIL").ok();
-    Some(tag_keys_from(
-        &current,
-        previous.as_deref(),
-        until.as_deref(),
-    ))
-}
-
-/// [`tag_keys`] with its inputs passed in.
-pub fn tag_keys_from(
-    current: &Secret,
-    previous: Option<&str>,
-    until: Option<&str>,
-) -> tally_core::tag::TagKeys {
-    use tally_core::tag::{TagKey, TagKeys};
-    let keys = TagKeys::new(TagKey::derive(current));
-    let Some(previous) = previous else {
-        return keys;
-    };
-    match until.and_then(tally_core::zone::parse_date) {
-        Some(day) => keys.with_previous(
-            TagKey::derive(&Secret::new(previous.as_bytes().to_vec())),
-            tally_core::zone::utc_midnight(day),
-        ),
-        None => {
-            tracing::warn!(
-                "TALLY_PREVIOUS_SECRET without a TALLY_PREVIOUS_SECRET_UNTIL date (YYYY-MM-DD): the previous secret is not accepted"
-            );
-            keys
-        }
-    }
 }
 
 /// [`salt_secret`] with its inputs passed in.

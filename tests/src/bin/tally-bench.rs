@@ -7,7 +7,7 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- segments    # compacting a 1.1M-event day: encode speed, bytes, read from segments vs raw
 //! cargo run --release -p tally-tests --bin tally-bench -- history     # a 365-day filtered query on a site with 1,000 events a day
 //! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
-//! cargo run -p tally-tests --bin tally-bench -- shipped dist/tally-0.1.0   # the zips `.ci/release` made, run as they ship (arm64 under qemu-aarch64-static)
+//! cargo run -p tally-tests --bin tally-bench -- shipped dist/tally-0.2.0   # the zips `.ci/release` made, run as they ship (arm64 under qemu-aarch64-static)
 //! cargo build --release -p tally-tests -p tally && ./target/release/tally-bench export   # `tally export` of 110k and 1.1M events: peak memory
 //! cargo build --release -p tally-tests -p tally-rollup && ./target/release/tally-bench job   # the job's peak memory for a site's busiest hour
 //! cargo build --profile perf -p tally-tests -p tally-query --bin tally-bench --bin tally-query && ./target/perf/tally-bench scale   # reads of 1, 7 and 30 busy days through the query bootstrap
@@ -731,14 +731,36 @@ async fn shipped() {
         ))
         .await
         .unwrap();
+    // The secrets as the stack keeps them: in Secrets Manager (moto's),
+    // read by each bootstrap at cold start, none in the environment.
+    let moto = tally_tests::moto::Moto::start();
+    let secrets = tally_lambda::secrets::Secrets::connect(Some(moto.endpoint.as_str())).await;
+    let mut arns = Vec::new();
+    for (name, value) in [
+        (
+            "tally-deployment",
+            "shipped-secret-0123456789abcdef0123456789",
+        ),
+        ("tally-origin", "shipped-origin-0123456789abcdef0123456789"),
+    ] {
+        let made = secrets
+            .client()
+            .create_secret()
+            .name(name)
+            .secret_string(value)
+            .send()
+            .await
+            .expect("moto makes the secret");
+        arns.push(made.arn.expect("an ARN"));
+    }
     let env = vec![
         ("DYNAMODB_ENDPOINT", h.endpoint.clone()),
         ("TABLE_NAME", "tally".to_owned()),
         ("TALLY_ENV", "production".to_owned()),
-        (
-            "TALLY_SALT_SECRET",
-            "shipped-secret-0123456789abcdef0123456789".to_owned(),
-        ),
+        ("SECRETS_ENDPOINT", moto.endpoint.clone()),
+        ("TALLY_SECRET_ARN", arns[0].clone()),
+        ("TALLY_BEHIND_CLOUDFRONT", "1".to_owned()),
+        ("TALLY_ORIGIN_SECRET_ARN", arns[1].clone()),
     ];
     let fixture = |name: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(format!("infra/events/{name}")).unwrap())
@@ -876,13 +898,30 @@ async fn shipped() {
                     }
                     _ => {
                         let owner = h.store.user_by_email("owner@example.com").await;
-                        let cookie = format!("{}", response["cookies"]).contains("tally_session=")
-                            || format!("{}", response["headers"]).contains("tally_session=")
-                            || format!("{}", response["multiValueHeaders"])
-                                .contains("tally_session=");
-                        (response["statusCode"] == 200 && cookie && matches!(owner, Ok(Some(_))))
+                        // The session is tagged with the key of the
+                        // secret the bootstrap read from Secrets Manager.
+                        let text = format!(
+                            "{} {} {}",
+                            response["cookies"], response["headers"], response["multiValueHeaders"]
+                        );
+                        let session = text.split_once("tally_session=").map(|(_, rest)| {
+                            rest.split([';', '"', ' '])
+                                .next()
+                                .unwrap_or_default()
+                                .to_owned()
+                        });
+                        let key = tally_core::tag::TagKey::derive(&tally_core::salt::Secret::new(
+                            b"shipped-secret-0123456789abcdef0123456789".to_vec(),
+                        ));
+                        let tagged = session.as_deref().is_some_and(|s| {
+                            tally_core::tag::verify_tag(&key, s)
+                                == tally_core::tag::TagVerdict::Tagged(true)
+                        });
+                        (response["statusCode"] == 200 && tagged && matches!(owner, Ok(Some(_))))
                             .then_some(())
-                            .ok_or(format!("{response}"))
+                            .ok_or(format!(
+                                "{response}; session tagged with the secret: {tagged}"
+                            ))
                     }
                 }
             }
