@@ -88,7 +88,7 @@ def check(label, params):
     template, out = translated(params)
     resources = out["Resources"]
     # Conditions are CloudFormation's to resolve: a resource is kept with
-    # its Condition, which is checked by tests/tests/deploy.rs.
+    # its Condition, which is checked by tests/tests/stack/deploy.rs.
     table = resources["Table"]
     props = table["Properties"]
     if [(k["AttributeName"], k["KeyType"]) for k in props["KeySchema"]] != [("pk", "HASH"), ("sk", "RANGE")]:

@@ -1,6 +1,6 @@
 // Records the headers Chromium really sends with Tally's beacon, for the
 // false-positive corpus tests/fixtures/browser_headers.json (read by
-// tests/tests/bots.rs: no set may be dropped as a bot).
+// tests/tests/tracking/bots.rs: no set may be dropped as a bot).
 //
 //   node e2e/record_headers.mjs > tests/fixtures/browser_headers.json
 //

@@ -1,5 +1,5 @@
 //! What each fuzz target checks, shared by the `cargo fuzz` targets and by
-//! `tests/tests/fuzz_corpus.rs`, which replays the committed corpus and
+//! `tests/tests/tracking/fuzz_corpus.rs`, which replays the committed corpus and
 //! regression inputs on every `cargo test --workspace`.
 
 // Each fuzz target uses one of the checks.

@@ -263,19 +263,25 @@ pub async fn member(console: &Console, email: &str) {
 pub struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Captured {
-    /// Installs the subscriber that captures: global (a thread's own
-    /// default misses callsites other tests of the binary registered
-    /// first), so other tests' lines land here too; once per test binary.
+    /// The subscriber that captures, installed on the first call: global
+    /// (a thread's own default misses callsites other tests of the binary
+    /// registered first), so every test of the binary that asks shares
+    /// it and other tests' lines land here too.
     pub fn install() -> Self {
-        let captured = Self::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .json()
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).unwrap();
-        captured
+        static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+        CAPTURED
+            .get_or_init(|| {
+                let captured = Self::default();
+                let writer = captured.clone();
+                let subscriber = tracing_subscriber::fmt()
+                    .json()
+                    .with_max_level(tracing::Level::INFO)
+                    .with_writer(move || writer.clone())
+                    .finish();
+                tracing::subscriber::set_global_default(subscriber).unwrap();
+                captured
+            })
+            .clone()
     }
 
     /// The lines so far.

@@ -7,7 +7,7 @@
 //! cargo run --release -p tally-tests --bin tally-bench -- segments    # compacting a 1.1M-event day: encode speed, bytes, read from segments vs raw
 //! cargo run --release -p tally-tests --bin tally-bench -- history     # a 365-day filtered query on a site with 1,000 events a day
 //! cargo run --release -p tally-tests --bin tally-bench -- coldstart   # each release bootstrap against an emulated Lambda runtime API
-//! cargo run -p tally-tests --bin tally-bench -- shipped dist/tally-0.2.0   # the zips `.ci/release` made, run as they ship (arm64 under qemu-aarch64-static)
+//! cargo run -p tally-tests --bin tally-bench -- shipped dist/tally-0.2.0   # the zips `.ci/release` made, run as they ship (arm64 under qemu-aarch64-static, x86_64 natively)
 //! cargo build --release -p tally-tests -p tally && ./target/release/tally-bench export   # `tally export` of 110k and 1.1M events: peak memory
 //! cargo build --release -p tally-tests -p tally-rollup && ./target/release/tally-bench job   # the job's peak memory for a site's busiest hour
 //! cargo build --profile perf -p tally-tests -p tally-query --bin tally-bench --bin tally-query && ./target/perf/tally-bench scale   # reads of 1, 7 and 30 busy days through the query bootstrap
@@ -704,10 +704,35 @@ async fn coldstart() {
 /// the job compacts and rolls up the day before, and the console signs the
 /// first owner in. Exits non-zero on any failure.
 async fn shipped() {
-    use tally_core::event::Kind;
     let dir = std::env::args()
         .nth(2)
         .expect("usage: tally-bench shipped DIST_DIR");
+    // Each architecture the release holds (`tally-ingest-<arch>.zip`), on
+    // a table of its own.
+    let mut archs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("tally-ingest-")
+                .and_then(|rest| rest.strip_suffix(".zip"))
+                .map(str::to_owned)
+        })
+        .collect();
+    archs.sort();
+    assert!(!archs.is_empty(), "no tally-ingest-*.zip in {dir}");
+    let mut failed = false;
+    for arch in &archs {
+        failed |= !shipped_arch(&dir, arch).await;
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}
+
+/// [`shipped`] for the zips of one architecture: whether all four ran.
+async fn shipped_arch(dir: &str, zip_arch: &str) -> bool {
+    use tally_core::event::Kind;
     let h = Harness::start().await;
     let site = Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap();
     h.store.create_site(&site).await.unwrap();
@@ -799,7 +824,8 @@ async fn shipped() {
             .count()
     };
     let stored_before = pageviews(h.event_items().await);
-    let unpacked = std::env::temp_dir().join(format!("tally-shipped-{}", std::process::id()));
+    let unpacked =
+        std::env::temp_dir().join(format!("tally-shipped-{}-{zip_arch}", std::process::id()));
     let mut failed = false;
     for (function, event) in [
         ("tally-ingest", pageview),
@@ -807,16 +833,16 @@ async fn shipped() {
         ("tally-rollup", fixture("schedule.json")),
         ("tally-console", signin),
     ] {
-        let zip = std::fs::read_dir(&dir)
+        let zip = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(Result::ok)
             .map(|e| e.path())
             .find(|p| {
                 p.file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&format!("{function}-")) && n.ends_with(".zip"))
+                    .is_some_and(|n| n == format!("{function}-{zip_arch}.zip"))
             })
-            .unwrap_or_else(|| panic!("no {function}-*.zip in {dir}"));
+            .unwrap_or_else(|| panic!("no {function}-{zip_arch}.zip in {dir}"));
         let into = unpacked.join(function);
         let unzip = std::process::Command::new("python3")
             .args(["-m", "zipfile", "-e"])
@@ -954,9 +980,7 @@ async fn shipped() {
         }
     }
     let _ = std::fs::remove_dir_all(&unpacked);
-    if failed {
-        std::process::exit(1);
-    }
+    !failed
 }
 
 /// A client of the harness's store with its request counter and the
@@ -1057,7 +1081,7 @@ async fn export_bench() {
 /// The rollup function's peak memory (the release `bootstrap`, started
 /// against an emulated Lambda runtime API and the embedded store, given the
 /// schedule event) when a site's busiest hour holds `n` events: the hot
-/// site simulation's busiest hour (`tests/tests/hot_site.rs`, 12,650 events
+/// site simulation's busiest hour (`tests/tests/reads/hot_site.rs`, 12,650 events
 /// at a limit of 100 writes a second), then hours of 1 KB events (the
 /// largest a stored event may be) of growing size. The hour is yesterday
 /// noon (UTC), so one run compacts it (yesterday is re-read whole) and rolls

@@ -4,7 +4,7 @@
 //!
 //! Each rule is justified by recorded real-browser header sets
 //! (`tests/fixtures/browser_headers.json`: every set there passes every
-//! rule, see `tests/tests/bots.rs`):
+//! rule, see `tests/tests/tracking/bots.rs`):
 //!
 //! - [`HeaderSignal::NoAcceptLanguage`]: every browser sends
 //!   `Accept-Language` with its beacons and fetches (Chromium, Firefox and

@@ -48,7 +48,7 @@
 //! - the 30 days before: their scalar rollups (1 Query; the manifests
 //!   only if a day lacks a rollup).
 //!
-//! That is 5 Queries and 1 BatchGetItem per site in tests/tests/overview.rs
+//! That is 5 Queries and 1 BatchGetItem per site in tests/tests/reads/overview.rs
 //! (a site of one shard read 15 minutes or more into an hour), so 10
 //! sites are 3 GetItems, 51 Queries and 10 BatchGetItems; no write.
 

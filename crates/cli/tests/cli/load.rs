@@ -38,7 +38,7 @@ async fn concurrent_clients_get_every_event_stored_exactly_once() {
         .env("TALLY_CLIENT_BUDGET", "off")
         // 64 load generators each sending 350 page views in seconds from
         // one address are, to the rate signal, bots: it is measured apart
-        // (tests/tests/bots.rs); here the stack's throughput is.
+        // (tests/tests/tracking/bots.rs); here the stack's throughput is.
         .env("TALLY_BOT_RATE", "off")
         .env("RUST_LOG", "error")
         .stdout(Stdio::piped())

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../../../tests/src/runtime_api.rs"]
+#[path = "../../../../tests/src/runtime_api.rs"]
 mod runtime_api;
 
 use std::time::Duration;

@@ -1162,8 +1162,7 @@ fn reference_tables(t: &Value) -> String {
 /// fails this until the README says so (the expected text is printed).
 #[test]
 fn infra_readme_lists_every_parameter_and_output_as_the_template_does() {
-    const START: &str =
-        "<!-- reference: generated from template.yaml, checked by tests/tests/deploy.rs -->\n";
+    const START: &str = "<!-- reference: generated from template.yaml, checked by tests/tests/stack/deploy.rs -->\n";
     const END: &str = "<!-- end reference -->";
     let t = template();
     let readme = std::fs::read_to_string(repo().join("infra/README.md")).unwrap();

@@ -13,9 +13,6 @@
 //! follow it before the next page view of that page.
 
 #![allow(clippy::unwrap_used)]
-// The query handler's futures nest deeply: laying out `check`'s exceeds
-// the default depth.
-#![recursion_limit = "256"]
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};

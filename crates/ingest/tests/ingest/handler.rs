@@ -1,6 +1,6 @@
 //! Handler unit tests over a small in-memory store: routing, the tracker's
 //! caching and size budget, CORS. (Storage behaviour is tested through the
-//! real SDK client in `tests/tests/ingest.rs`.)
+//! real SDK client in `tests/tests/tracking/ingest.rs`.)
 
 #![allow(clippy::unwrap_used)]
 
@@ -338,7 +338,7 @@ async fn health_reports_the_instance_counters() {
     assert_eq!(json["counters"]["accepted"], 1);
     assert_eq!(json["counters"]["duplicates"], 1);
     // The release, as the workspace's manifest names it.
-    let manifest = include_str!("../../../Cargo.toml");
+    let manifest = include_str!("../../../../Cargo.toml");
     let version = manifest
         .lines()
         .find_map(|l| l.strip_prefix("version = \""))

@@ -5,7 +5,7 @@
 //! Throttled writes raise the site's shard count; every accepted event is
 //! stored exactly once and read back once; the 503 rate, the shard changes
 //! and the time from the first throttle to each change are printed
-//! (`cargo test -p tally-tests --test hot_site -- --nocapture`; figures in
+//! (`cargo test -p tally-tests --test reads hot_site:: -- --nocapture`; figures in
 //! BENCHMARKS.md).
 
 #![allow(clippy::unwrap_used)]

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, missing_docs)]
 
-#[path = "../../fuzz/fuzz_targets/checks.rs"]
+#[path = "../../../fuzz/fuzz_targets/checks.rs"]
 mod checks;
 
 use std::path::Path;
