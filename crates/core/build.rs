@@ -5,6 +5,8 @@
 //! Output: `$OUT_DIR/source_tables.rs`, included by
 //! `src/classify/sources.rs`.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use std::collections::BTreeMap;
 use std::error::Error;
 use std::fmt::Write as _;

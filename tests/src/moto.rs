@@ -4,6 +4,8 @@
 //! moto is not optional: CI installs it (`.ci/run`), and a missing
 //! `moto_server` fails the test with how to install it.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,8 @@
 //! bound, the issuer shown by authenticator apps,
 //! the public URLs links are made of, and the mailer.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use crate::mail::Mailer;
 use std::sync::Arc;
 use tally_core::salt::{DailySalt, Secret, daily_salt};

@@ -1,6 +1,8 @@
 //! The ingest function's settings (read once at start-up), its
 //! per-instance counters and its metrics since the last flush.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tally_core::cardinality::PropCap;

@@ -1,6 +1,8 @@
 //! Structured JSON logging. Nothing logged anywhere in Tally holds an IP
 //! address, a user agent, a salt or an API key.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 /// Starts JSON logging on stderr, filtered by `RUST_LOG` (or
 /// `TALLY_LOG_LEVEL`, default `info`). Safe to call twice.
 pub fn init_tracing() {

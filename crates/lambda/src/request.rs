@@ -1,6 +1,8 @@
 //! What the HTTP functions read off a request about its client. Used to
 //! derive hashes, never stored or logged.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 

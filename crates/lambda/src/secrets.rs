@@ -20,6 +20,8 @@
 //! `TALLY_SALT_SECRET`, `TALLY_PREVIOUS_SECRET` with
 //! `TALLY_PREVIOUS_SECRET_UNTIL`, and `TALLY_ORIGIN_SECRET`.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use aws_config::BehaviorVersion;
 use aws_sdk_secretsmanager::Client;
 use aws_sdk_secretsmanager::config::{Credentials, Region, SharedHttpClient};

@@ -1,6 +1,8 @@
 //! Sending through Amazon SES (API v2 `SendEmail`), with the same HTTP
 //! client as the DynamoDB adapter: hyper with rustls on ring, no aws-lc.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use crate::{MailError, Message};
 use aws_config::BehaviorVersion;
 use aws_sdk_sesv2::Client;

@@ -1,6 +1,8 @@
 //! The rollup Lambda: wiring only. It takes the hourly schedule's events
 //! and the stack's `FirstOwner` custom resource requests.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! Building the DynamoDB client: endpoint, region, timeouts, retries, and an
 //! optional interceptor that counts every request by operation.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{

@@ -1,6 +1,8 @@
 //! Start-up configuration shared by the three Lambdas and the CLI: the
 //! table name and the salt secret.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 use crate::salt::random_secret;
 use tally_core::salt::Secret;
 

@@ -14,6 +14,7 @@
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
 
 #[path = "../../../crates/core/benches/support/day.rs"]
 mod day;

@@ -7,6 +7,7 @@
 //! test's own (over ring's HMAC-SHA-1), not by the code under test.
 
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
 
 use serde_json::json;
 use tally_core::account::token;

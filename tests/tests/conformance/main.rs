@@ -25,6 +25,8 @@
 //! contains `text` (no floor then); `CONFORMANCE_VERBOSE=1` prints every
 //! failing case's difference.
 
+#![allow(clippy::disallowed_methods)] // reads the environment: configuration
+
 // The report is this binary's output.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
