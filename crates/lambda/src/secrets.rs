@@ -244,12 +244,15 @@ impl Secrets {
     /// one (after a rotation) until `grace_days` after the current was
     /// made.
     pub async fn deployment(&self, arn: &str, grace_days: i64) -> Result<Deployment, SecretError> {
-        let current = self
-            .version(arn, "AWSCURRENT")
-            .await?
+        // Both stages at once: one round trip of cold start, not two.
+        let (current, previous) = tokio::join!(
+            self.version(arn, "AWSCURRENT"),
+            self.version(arn, "AWSPREVIOUS")
+        );
+        let current = current?
             .filter(|v| v.value.len() >= MIN_SECRET)
             .ok_or_else(|| SecretError::Short(arn.to_owned()))?;
-        let previous = self.version(arn, "AWSPREVIOUS").await?;
+        let previous = previous?;
         let until = grace_end(current.created, grace_days);
         Ok(deployment_of(
             &current.value,
