@@ -808,7 +808,7 @@ fn the_alarms_watch_metrics_the_functions_write() {
 /// not on a failed creation, and with `ExistingTableName` the stack makes
 /// no table while every function, policy, alarm and output names the
 /// adopted one. Nothing refers to the table resource itself, which an
-/// adopting stack does not have.
+/// adopting stack does not have, but under its condition.
 #[test]
 fn a_failed_first_deploy_retries_and_an_existing_table_is_adopted() {
     let t = template();
@@ -822,6 +822,15 @@ fn a_failed_first_deploy_retries_and_an_existing_table_is_adopted() {
     assert!(resources(&t, &[]).contains_key("Table"));
     let adopt = [("ExistingTableName", "tally-restored")];
     assert!(!resources(&t, &adopt).contains_key("Table"));
+    // The first owner's resource reads the table while the stack is made:
+    // it waits for the table the stack creates, and names the adopted one.
+    let waits_for = &t["Resources"]["FirstOwner"]["Properties"]["Table"];
+    assert!(
+        matches!(pick(&t, waits_for, &[]), Value::Tagged(r) if r.tag == "Ref" && r.value == "Table")
+    );
+    assert!(
+        matches!(pick(&t, waits_for, &adopt), Value::Tagged(r) if r.tag == "Ref" && r.value == "ExistingTableName")
+    );
     // The name every reference resolves to, for some parameters.
     let name = |v: &Value, params: &[(&str, &str)]| -> String {
         let v = pick(&t, v, params);
