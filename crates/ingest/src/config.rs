@@ -289,10 +289,16 @@ impl Config {
     /// `TALLY_BOT_DATACENTER=off`, `TALLY_BOT_HEADERS=off`, `TALLY_BOT_RATE`
     /// (page views a minute per visitor, or `off`).
     pub fn from_env() -> Self {
+        Self::from_env_with_origin(std::env::var("TALLY_ORIGIN_SECRET").ok().as_deref())
+    }
+
+    /// [`Config::from_env`] with the origin secret passed in (the Lambda
+    /// reads it from Secrets Manager: `tally_lambda::secrets::origin`).
+    pub fn from_env_with_origin(origin_secret: Option<&str>) -> Self {
         let client_budget = budget("TALLY_CLIENT_BUDGET", DEFAULT_CLIENT_BUDGET);
         let site_budget = budget("TALLY_SITE_BUDGET", DEFAULT_SITE_BUDGET);
         Self {
-            cloudfront: tally_lambda::request::OriginVerify::from_env(),
+            cloudfront: tally_lambda::request::OriginVerify::configured(origin_secret),
             client_budget,
             site_budget,
             client_bytes: bytes_budget("TALLY_CLIENT_BYTES", client_budget),

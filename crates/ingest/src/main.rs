@@ -17,10 +17,7 @@ async fn main() -> Result<(), Error> {
     // Behind CloudFront, the origin secret (Secrets Manager on AWS), read
     // once before the first request.
     let origin = tally_lambda::secrets::origin().await?;
-    let config = Arc::new(Config {
-        cloudfront: tally_lambda::request::OriginVerify::configured(origin.as_deref()),
-        ..Config::from_env()
-    });
+    let config = Arc::new(Config::from_env_with_origin(origin.as_deref()));
     run(service_fn(move |request: Request| {
         let (ingest, config) = (ingest.clone(), config.clone());
         async move { Ok::<_, Error>(handle(&*ingest, &SystemClock, &config, request).await) }

@@ -72,12 +72,6 @@ impl OriginVerify {
         })
     }
 
-    /// From `TALLY_BEHIND_CLOUDFRONT=1` and `TALLY_ORIGIN_SECRET`: see
-    /// [`OriginVerify::configured`].
-    pub fn from_env() -> Option<Self> {
-        Self::configured(std::env::var("TALLY_ORIGIN_SECRET").ok().as_deref())
-    }
-
     /// The check for `secret` ([`crate::secrets::origin`]) when
     /// `TALLY_BEHIND_CLOUDFRONT=1`: `None` when not behind CloudFront, or
     /// (with a warning) when the secret is missing or short: then no

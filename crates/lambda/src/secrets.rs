@@ -201,16 +201,7 @@ impl Secrets {
             Err(SdkError::ServiceError(e)) if e.err().is_resource_not_found_exception() => {
                 return Ok(None);
             }
-            Err(e) => {
-                let reason = match e.code() {
-                    Some(code) => format!("{code}: {}", e.message().unwrap_or_default()),
-                    None => e.to_string(),
-                };
-                return Err(SecretError::Read {
-                    arn: arn.to_owned(),
-                    reason,
-                });
-            }
+            Err(e) => return Err(failed(arn, &e)),
         };
         let created = out
             .created_date()
@@ -231,13 +222,7 @@ impl Secrets {
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| SecretError::Read {
-                arn: arn.to_owned(),
-                reason: match e.code() {
-                    Some(code) => format!("{code}: {}", e.message().unwrap_or_default()),
-                    None => e.to_string(),
-                },
-            })
+            .map_err(|e| failed(arn, &e))
     }
 
     /// The deployment secret of `arn`: its current value, and its previous
@@ -261,6 +246,23 @@ impl Secrets {
                 .filter(|p| !p.value.is_empty())
                 .map(|p| (p.value.as_str(), until)),
         ))
+    }
+}
+
+/// What Secrets Manager said when a call on `arn` failed (its code and
+/// message; never a value).
+fn failed<E, R>(arn: &str, e: &SdkError<E, R>) -> SecretError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let reason = match e.code() {
+        Some(code) => format!("{code}: {}", e.message().unwrap_or_default()),
+        None => e.to_string(),
+    };
+    SecretError::Read {
+        arn: arn.to_owned(),
+        reason,
     }
 }
 

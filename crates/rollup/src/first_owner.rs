@@ -167,14 +167,17 @@ async fn deliver_setup_link(
         return Ok(Delivered::default());
     }
     let to = properties.admin_email.trim();
+    // A link not mailed (SES refused) is the one stored below.
+    let mut unsent = None;
     match mailer {
         Some(mailer) if !to.is_empty() => {
             if !store.claim_setup_mail(to, now).await? {
                 // Mailed before, by this stack or an earlier one.
                 return Ok(Delivered::default());
             }
-            if let Some(link) = new_link(store, properties, now).await?
-                && mail_link(mailer, to, &link).await
+            unsent = new_link(store, properties, now).await?;
+            if let Some(link) = &unsent
+                && mail_link(mailer, to, link).await
             {
                 return Ok(Delivered {
                     mailed: true,
@@ -194,8 +197,12 @@ async fn deliver_setup_link(
     if arn.is_empty() {
         return Ok(Delivered::default());
     }
-    let Some(link) = new_link(store, properties, now).await? else {
-        return Ok(Delivered::default());
+    let link = match unsent {
+        Some(link) => link,
+        None => match new_link(store, properties, now).await? {
+            Some(link) => link,
+            None => return Ok(Delivered::default()),
+        },
     };
     match vault.put(arn, &link).await {
         Ok(()) => {
