@@ -8,16 +8,16 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use tally_core::HOUR_MS;
-use tally_core::classify::referrer::Channel;
-use tally_core::classify::ua::DeviceType;
-use tally_core::dimension::Dimension;
-use tally_core::event::{self, Client, Event, Kind};
-use tally_core::filter::Filter;
-use tally_core::payload::{self, Limits};
-use tally_core::range::{Compare, Interval, resolve};
-use tally_core::salt::{DailySalt, Secret, daily_salt};
-use tally_core::segment::{self, HourBlocks};
-use tally_core::site::Site;
+use tally_core::engine::dimension::Dimension;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::range::{Compare, Interval, resolve};
+use tally_core::engine::segment::{self, HourBlocks};
+use tally_core::ingest::classify::referrer::Channel;
+use tally_core::ingest::classify::ua::DeviceType;
+use tally_core::ingest::event::{self, Client, Event, Kind};
+use tally_core::ingest::payload::{self, Limits};
+use tally_core::ingest::salt::{DailySalt, Secret, daily_salt};
+use tally_core::ingest::site::Site;
 use time::macros::date;
 
 fn fixtures() -> &'static (Site, DailySalt) {
@@ -82,7 +82,7 @@ pub fn query_params(data: &[u8]) {
     ) {
         assert!(range.from <= range.to);
         if let Ok(interval) = Interval::parse(get("interval"), range) {
-            let buckets = tally_core::range::day_buckets(range, interval);
+            let buckets = tally_core::engine::range::day_buckets(range, interval);
             assert!(!buckets.is_empty());
         }
         if let Some(Ok(c)) = get("compare").map(Compare::parse) {
@@ -400,7 +400,7 @@ impl Recipe<'_> {
             scroll: (flags & 32 != 0).then(|| self.byte()),
             live: None,
             non_interactive: flags & 64 != 0,
-            revenue: (flags & 128 != 0).then(|| tally_core::event::Revenue {
+            revenue: (flags & 128 != 0).then(|| tally_core::ingest::event::Revenue {
                 amount: format!("{}.{:02}", self.uint(3), self.byte() % 100),
                 currency: ["EUR", "USD", "JPY"][usize::from(self.byte() % 3)].to_owned(),
             }),
@@ -411,7 +411,7 @@ impl Recipe<'_> {
                 0..=127 => None,
                 b => {
                     let mut metric = |bit: u8| (b & bit != 0).then(|| self.uint(3) as u32);
-                    Some(tally_core::vitals::Vitals {
+                    Some(tally_core::ingest::vitals::Vitals {
                         lcp: metric(1),
                         inp: metric(2),
                         cls: metric(4),

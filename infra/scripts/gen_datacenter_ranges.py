@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate crates/core/data/datacenter_ipv4.txt and datacenter_ipv6.txt:
 the address ranges of hosting and datacenter networks that ingest drops as
-bots (reason `datacenter`, tally_core::classify::network).
+bots (reason `datacenter`, tally_core::ingest::classify::network).
 
 Usage (from the repository root; no network access: fetch the inputs first):
 

@@ -78,7 +78,9 @@ impl Console {
         Self {
             store: h.store.clone(),
             clock: ManualClock::at(START),
-            config: Config::new(&tally_core::salt::Secret::new(b"console tests".to_vec())),
+            config: Config::new(&tally_core::ingest::salt::Secret::new(
+                b"console tests".to_vec(),
+            )),
             harness: h,
         }
     }

@@ -10,7 +10,7 @@
 //! seed gives the same posts, byte for byte.
 
 use serde_json::{Value, json};
-use tally_core::zone::Zone;
+use tally_core::time::zone::Zone;
 use time::Date;
 
 /// A tiny seeded PRNG (splitmix64).

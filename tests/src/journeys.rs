@@ -7,7 +7,7 @@
 
 use crate::reference::{RefGoal, Reference};
 use std::collections::{BTreeMap, BTreeSet};
-use tally_core::event::Kind;
+use tally_core::ingest::event::Kind;
 use time::Date;
 
 /// A row: pages (`None` is a visit's start or end) and whether visits went

@@ -226,8 +226,8 @@ pub fn status_and_json(
 /// prefix shown in listings, never the key itself.
 pub async fn put_key(store: &Store, site: &str, key: &str) {
     let record = tally_store::sites::ApiKeyRecord {
-        hash: tally_core::auth::hash_key(key),
-        prefix: key[..tally_core::auth::SHOWN_PREFIX_LEN].to_owned(),
+        hash: tally_core::account::auth::hash_key(key),
+        prefix: key[..tally_core::account::auth::SHOWN_PREFIX_LEN].to_owned(),
         label: "test".into(),
         created_at: 0,
         revoked_at: None,
@@ -240,7 +240,7 @@ pub async fn put_key(store: &Store, site: &str, key: &str) {
 /// A new `write`-scoped API key for `site` (it records trusted
 /// conversions), made from `seed`.
 pub async fn write_key(store: &Store, site: &str, seed: u8) -> String {
-    let key = tally_core::auth::key_from_bytes(site, &[seed; 20]);
+    let key = tally_core::account::auth::key_from_bytes(site, &[seed; 20]);
     let record = tally_store::sites::ApiKeyRecord::new(
         &key,
         "server",
@@ -255,7 +255,7 @@ pub async fn write_key(store: &Store, site: &str, seed: u8) -> String {
 
 /// A new API key for `site`, made from `seed`, stored with [`put_key`].
 pub async fn new_key(store: &Store, site: &str, seed: u8) -> String {
-    let key = tally_core::auth::key_from_bytes(site, &[seed; 20]);
+    let key = tally_core::account::auth::key_from_bytes(site, &[seed; 20]);
     put_key(store, site, &key).await;
     key
 }
@@ -263,10 +263,10 @@ pub async fn new_key(store: &Store, site: &str, seed: u8) -> String {
 /// A new shared link of `site` (no filter, no password, no expiry) made
 /// from `seed`, stored as `tally share create` stores it: its token.
 pub async fn new_share(store: &Store, site: &str, seed: u8) -> String {
-    let token = tally_core::share::token_from_bytes(site, &[seed; 20]);
-    let link = tally_core::share::Share {
-        hash: tally_core::share::hash_token(&token),
-        prefix: tally_core::share::shown_prefix(&token),
+    let token = tally_core::account::share::token_from_bytes(site, &[seed; 20]);
+    let link = tally_core::account::share::Share {
+        hash: tally_core::account::share::hash_token(&token),
+        prefix: tally_core::account::share::shown_prefix(&token),
         label: format!("link {seed}"),
         filter: String::new(),
         created_at: 0,

@@ -22,8 +22,8 @@
 //! - exact halves may round either way (the docs give no tie rule).
 
 use std::collections::{BTreeMap, BTreeSet};
-use tally_core::event::{Event, Kind, Live};
-use tally_core::zone::Zone;
+use tally_core::ingest::event::{Event, Kind, Live};
+use tally_core::time::zone::Zone;
 use time::Date;
 
 /// A visit ends after this long without an event.

@@ -4,10 +4,10 @@
 
 use crate::generator::Rng;
 use futures::stream::{self, StreamExt};
-use tally_core::event::{self, Client, Event};
-use tally_core::payload::{self, Limits};
-use tally_core::salt::{Secret, daily_salt};
-use tally_core::site::Site;
+use tally_core::ingest::event::{self, Client, Event};
+use tally_core::ingest::payload::{self, Limits};
+use tally_core::ingest::salt::{Secret, daily_salt};
+use tally_core::ingest::site::Site;
 use tally_core::{MINUTE_MS, Millis};
 use tally_store::Store;
 use tally_store::events::event_ttl;
@@ -142,7 +142,7 @@ pub fn traffic(
 fn build(
     body: &serde_json::Value,
     site: &Site,
-    zone: &tally_core::zone::Zone,
+    zone: &tally_core::time::zone::Zone,
     secret: &Secret,
     ip: &str,
     ua: &str,

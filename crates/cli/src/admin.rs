@@ -4,8 +4,8 @@ use crate::Target;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use std::io::Write;
-use tally_core::auth;
-use tally_core::site::{Site, SiteChange, snippet};
+use tally_core::account::auth;
+use tally_core::ingest::site::{Site, SiteChange, snippet};
 use tally_store::{ClientOptions, Store};
 
 /// `tally site …`
@@ -24,11 +24,11 @@ pub enum SiteCommand {
         id: Option<String>,
         /// Days raw events are kept (the recompute window and the hours not
         /// compacted yet need a few; older days are read from segments).
-        #[arg(long, default_value_t = tally_core::site::DEFAULT_RETENTION_DAYS)]
+        #[arg(long, default_value_t = tally_core::ingest::site::DEFAULT_RETENTION_DAYS)]
         retention_days: u32,
         /// Days segments (compacted events: filters, hourly series, any
         /// report rollups cannot answer) are kept; 0 keeps them forever.
-        #[arg(long, default_value_t = tally_core::site::DEFAULT_HISTORY_DAYS)]
+        #[arg(long, default_value_t = tally_core::ingest::site::DEFAULT_HISTORY_DAYS)]
         history_days: u32,
         /// A client network whose events are not stored (CIDR, repeat).
         #[arg(long = "exclude-network")]
@@ -192,7 +192,7 @@ fn prop_condition(text: &str) -> Result<(String, String), String> {
 
 /// Runs a `tally goal` command.
 pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
-    use tally_core::goal::{GoalRule, GoalSpec, PageMatch};
+    use tally_core::engine::goal::{GoalRule, GoalSpec, PageMatch};
     let store = connect(target).await;
     let mut out = std::io::stdout().lock();
     match command {
@@ -229,7 +229,7 @@ pub async fn goal(command: GoalCommand, target: &Target) -> anyhow::Result<()> {
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
-            tally_core::goal::check_new(&store.goals(&site).await?, &goal)?;
+            tally_core::engine::goal::check_new(&store.goals(&site).await?, &goal)?;
             store.put_goal(&site, &goal).await?;
             writeln!(out, "goal added: {}\t{}", goal.id, goal.name)?;
         }
@@ -294,7 +294,7 @@ pub enum FunnelCommand {
 
 /// Runs a `tally funnel` command.
 pub async fn funnel(command: FunnelCommand, target: &Target) -> anyhow::Result<()> {
-    use tally_core::funnel::{FunnelSpec, Step};
+    use tally_core::engine::funnel::{FunnelSpec, Step};
     // Build the definition before connecting: a bad one changes nothing.
     let funnel = match &command {
         FunnelCommand::Add {
@@ -321,7 +321,7 @@ pub async fn funnel(command: FunnelCommand, target: &Target) -> anyhow::Result<(
                 .site(&site)
                 .await?
                 .with_context(|| format!("no site {site:?}"))?;
-            tally_core::funnel::check_new(&store.funnels(&site).await?, &funnel)?;
+            tally_core::engine::funnel::check_new(&store.funnels(&site).await?, &funnel)?;
             store.put_funnel(&site, &funnel).await?;
             writeln!(out, "funnel added: {}\t{}", funnel.id, funnel.name)?;
         }
@@ -467,7 +467,7 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
             any_network,
             remove,
         } => {
-            let change = tally_core::proxy::ProxyChange {
+            let change = tally_core::ingest::proxy::ProxyChange {
                 rotate,
                 networks: if any_network {
                     Some(Vec::new())
@@ -494,7 +494,7 @@ pub async fn site(command: SiteCommand, target: &Target) -> anyhow::Result<()> {
                 writeln!(
                     out,
                     "proxy secret (shown once; send it as {}): {secret}",
-                    tally_core::proxy::SECRET_HEADER
+                    tally_core::ingest::proxy::SECRET_HEADER
                 )?;
             }
         }

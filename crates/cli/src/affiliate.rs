@@ -1,6 +1,6 @@
 //! `tally affiliate add|list|remove`: a site's affiliates (slug, commission
 //! as a rate or a fixed amount, currency), built by
-//! `tally_core::conversion::AffiliateSpec` and stored once per slug, as
+//! `tally_core::product::conversion::AffiliateSpec` and stored once per slug, as
 //! the console's Affiliates tab does. Removing one leaves the conversions
 //! already attributed to it, and their commissions, as stored.
 
@@ -9,7 +9,7 @@ use crate::admin::{connect, now_ms};
 use anyhow::Context;
 use clap::Subcommand;
 use std::io::Write;
-use tally_core::conversion::{AffiliateSpec, Terms};
+use tally_core::product::conversion::{AffiliateSpec, Terms};
 
 /// `tally affiliate …`.
 #[derive(Subcommand, Debug)]
@@ -91,7 +91,7 @@ pub async fn run(command: AffiliateCommand, target: &Target) -> anyhow::Result<(
             }
         }
         AffiliateCommand::Remove { site, slug } => {
-            let slug = tally_core::conversion::check_slug(&slug)?;
+            let slug = tally_core::product::conversion::check_slug(&slug)?;
             if !store.delete_affiliate(&site, &slug).await? {
                 anyhow::bail!("site {site:?} has no affiliate {slug:?}");
             }

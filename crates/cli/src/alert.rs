@@ -1,5 +1,5 @@
 //! `tally alert set|show|log|run`: a site's traffic alerts. `set` changes
-//! the settings through `tally_core::alert::AlertSpec::apply`, the
+//! the settings through `tally_core::product::alert::AlertSpec::apply`, the
 //! validation the console's Alerts tab uses; `log` lists the delivery log;
 //! `run` runs the scheduled job's alerts step at a chosen instant
 //! (`tally_rollup::alerts::run_due`, the job's own function). URLs are
@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use std::io::Write;
 use std::path::PathBuf;
-use tally_core::alert::{AlertSpec, Watch, redact_url};
+use tally_core::product::alert::{AlertSpec, Watch, redact_url};
 
 /// `tally alert …`
 #[derive(Subcommand, Debug)]
@@ -192,13 +192,16 @@ pub async fn run(command: AlertCommand, target: &Target) -> anyhow::Result<()> {
                     writeln!(
                         out,
                         "{}\t{:?}\tattempt {}\t{}\t{}\t{}",
-                        tally_core::zone::Zone::utc().local_iso(d.hour),
+                        tally_core::time::zone::Zone::utc().local_iso(d.hour),
                         d.channel,
                         a.attempt,
                         a.status.map(|s| s.to_string()).unwrap_or("-".to_owned()),
                         if a.ok { "delivered" } else { "failed" },
                         a.next_at
-                            .map(|t| format!("next {}", tally_core::zone::Zone::utc().local_iso(t)))
+                            .map(|t| format!(
+                                "next {}",
+                                tally_core::time::zone::Zone::utc().local_iso(t)
+                            ))
                             .unwrap_or_default()
                     )?;
                 }

@@ -24,7 +24,7 @@ use lambda_http::{Body, RequestExt};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
 use tally_ingest::Config as IngestConfig;
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
@@ -123,7 +123,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         .context("creating the table")?;
     let secret = dev_secret(&args.data_dir)?;
     // Keys, links and sessions are tagged as the deployed functions tag them.
-    let tag_key = tally_core::tag::TagKey::derive(&secret);
+    let tag_key = tally_core::account::tag::TagKey::derive(&secret);
     let key = ensure_demo(&store, &args.data_dir, &tag_key).await?;
     let login = if args.no_demo_owner {
         None
@@ -151,7 +151,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         },
         query: DynamoQuery::new(store.clone()),
         query_config: tally_query::Config {
-            tag_keys: Some(tally_core::tag::TagKeys::new(tag_key)),
+            tag_keys: Some(tally_core::account::tag::TagKeys::new(tag_key)),
             ..tally_query::Config::default()
         },
         console: store.clone(),
@@ -276,7 +276,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 /// dir (`salt-secret`, made once from the system's randomness), so visitor
 /// ids and console sessions survive a restart and a first run has nothing
 /// to warn about.
-fn dev_secret(data_dir: &Path) -> anyhow::Result<tally_core::salt::Secret> {
+fn dev_secret(data_dir: &Path) -> anyhow::Result<tally_core::ingest::salt::Secret> {
     if std::env::var("TALLY_SALT_SECRET").is_ok_and(|v| !v.is_empty()) {
         return Ok(tally_store::env::salt_secret()?);
     }
@@ -298,7 +298,7 @@ fn dev_secret(data_dir: &Path) -> anyhow::Result<tally_core::salt::Secret> {
 async fn ensure_demo(
     store: &Store,
     data_dir: &Path,
-    tag_key: &tally_core::tag::TagKey,
+    tag_key: &tally_core::account::tag::TagKey,
 ) -> anyhow::Result<String> {
     if store.site(DEMO_SITE).await?.is_none() {
         let site = Site::new(
@@ -312,7 +312,7 @@ async fn ensure_demo(
     let key_file = data_dir.join("demo-key");
     if let Ok(key) = std::fs::read_to_string(&key_file) {
         let key = key.trim().to_owned();
-        let hash = tally_core::auth::hash_key(&key);
+        let hash = tally_core::account::auth::hash_key(&key);
         if store
             .api_key(DEMO_SITE, &hash)
             .await?

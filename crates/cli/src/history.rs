@@ -9,8 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
 use std::path::PathBuf;
 use tally_cli::transfer::{self, EventFormat, Replace};
-use tally_core::range::DateRange;
-use tally_core::zone::{format_date, parse_date};
+use tally_core::engine::range::DateRange;
+use tally_core::time::zone::{format_date, parse_date};
 
 /// `tally import …`
 #[derive(Subcommand, Debug)]

@@ -1,5 +1,5 @@
 //! `tally report add|list|remove`: a site's email report recipients,
-//! built by `tally_core::report_mail::SubscriptionSpec` as the console's
+//! built by `tally_core::product::report_mail::SubscriptionSpec` as the console's
 //! settings do. The scheduled job sends them (SES, or the outbox of
 //! `tally dev`); `tally report run` runs that step by hand, at a chosen
 //! instant (`tally_rollup::reports::send_due`, the job's own function).
@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use std::io::Write;
 use std::path::PathBuf;
-use tally_core::report_mail::SubscriptionSpec;
+use tally_core::product::report_mail::SubscriptionSpec;
 
 /// `tally report …`
 #[derive(Subcommand, Debug)]

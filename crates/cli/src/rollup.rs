@@ -7,8 +7,8 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
-use tally_core::range::DateRange;
-use tally_core::zone::parse_date;
+use tally_core::engine::range::DateRange;
+use tally_core::time::zone::parse_date;
 use tally_rollup::compact::compact_days;
 use tally_rollup::{JobConfig, repair, roll_site, run};
 
@@ -25,7 +25,7 @@ pub struct RollupArgs {
     #[arg(long, requires = "from")]
     to: Option<String>,
     /// Values kept per dimension.
-    #[arg(long, default_value_t = tally_core::rollup::DEFAULT_TOP_N)]
+    #[arg(long, default_value_t = tally_core::engine::rollup::DEFAULT_TOP_N)]
     top_n: usize,
     /// Repair the UTC days `--from`..`--to` of `--site`: re-read them from
     /// raw events and rewrite their segments even where raw storage holds

@@ -11,8 +11,8 @@ use anyhow::Context;
 use clap::Subcommand;
 use std::io::Write;
 use tally_cli::sites::random;
-use tally_core::annotation::AnnotationSpec;
-use tally_core::saved_segment::{self, SegmentError, SegmentSpec};
+use tally_core::product::annotation::AnnotationSpec;
+use tally_core::product::saved_segment::{self, SegmentError, SegmentSpec};
 use tally_store::Store;
 
 /// `tally segment …`
@@ -173,7 +173,10 @@ pub async fn annotation(command: AnnotationCommand, target: &Target) -> anyhow::
             site_exists(&store, &site).await?;
             let by = creator(&store, personal, user.as_deref()).await?;
             let note = spec.build(u32::from_le_bytes(random()?), &by, now_ms())?;
-            tally_core::annotation::check_new(&store.annotations(&site, None).await?, &note)?;
+            tally_core::product::annotation::check_new(
+                &store.annotations(&site, None).await?,
+                &note,
+            )?;
             store.put_annotation(&site, &note).await?;
             writeln!(out, "annotation {} on {}", note.id, note.date)?;
         }

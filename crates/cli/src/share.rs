@@ -1,5 +1,5 @@
 //! `tally share create|list|revoke`: read-only dashboard links for people
-//! without an API key ([`tally_core::share`]). The link's token is printed
+//! without an API key ([`tally_core::account::share`]). The link's token is printed
 //! once, in the URL's fragment; only its hash is stored.
 
 use crate::Target;
@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use std::io::Write;
 use tally_cli::sites::random;
-use tally_core::share::{Share, ShareError, ShareSpec, ShareSpecError};
+use tally_core::account::share::{Share, ShareError, ShareSpec, ShareSpecError};
 
 /// `tally share …`
 #[derive(Subcommand, Debug)]
@@ -95,7 +95,7 @@ pub async fn run(command: ShareCommand, target: &Target) -> anyhow::Result<()> {
                 .with_context(|| format!("no site {site:?}"))?;
             if let Some(id) = &record.segment {
                 let segments = store.saved_segments(&site).await?;
-                tally_core::saved_segment::lockable(&segments, id).context("--segment")?;
+                tally_core::product::saved_segment::lockable(&segments, id).context("--segment")?;
             }
             store.put_share(&site, &record).await?;
             let url = format!(
@@ -140,7 +140,7 @@ fn describe(s: &Share) -> String {
     };
     let expires = s.expires_at.map_or_else(
         || "never".to_owned(),
-        |at| tally_core::zone::format_date(tally_core::zone::utc_date(at - 1)),
+        |at| tally_core::time::zone::format_date(tally_core::time::zone::utc_date(at - 1)),
     );
     format!(
         "{}…\t{state}\texpires {expires}\t{}\tfilter {}{}\t{}",

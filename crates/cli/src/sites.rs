@@ -1,15 +1,15 @@
 //! Creating and changing sites and API keys from the command line, over
-//! the same core builders as the console ([`tally_core::site::new_site`],
-//! [`tally_core::site::SiteChange`], [`ApiKeyRecord::new`]), so both write
+//! the same core builders as the console ([`tally_core::ingest::site::new_site`],
+//! [`tally_core::ingest::site::SiteChange`], [`ApiKeyRecord::new`]), so both write
 //! the same items. Used by `tally site` and `tally key`, and by the tests
 //! that compare the two doors.
 
 use anyhow::Context;
 use tally_core::Millis;
 use tally_core::account::KeyScope;
-use tally_core::auth;
-use tally_core::site::{Site, SiteChange, new_site};
-use tally_core::tag::TagKey;
+use tally_core::account::auth;
+use tally_core::account::tag::TagKey;
+use tally_core::ingest::site::{Site, SiteChange, new_site};
 use tally_store::Store;
 use tally_store::sites::ApiKeyRecord;
 
@@ -24,7 +24,7 @@ pub fn random<const N: usize>() -> anyhow::Result<[u8; N]> {
 }
 
 /// The key that tags the keys and links the CLI makes
-/// ([`tally_core::tag`]): from `TALLY_SALT_SECRET`, the deployment's
+/// ([`tally_core::account::tag`]): from `TALLY_SALT_SECRET`, the deployment's
 /// secret; without it they are made untagged (they work, through the
 /// query function's failed-guess guard).
 pub fn tag_key() -> Option<TagKey> {
@@ -70,10 +70,10 @@ pub async fn update_site(store: &Store, id: &str, change: &SiteChange) -> anyhow
 pub async fn set_proxy(
     store: &Store,
     id: &str,
-    change: &tally_core::proxy::ProxyChange,
+    change: &tally_core::ingest::proxy::ProxyChange,
     now: Millis,
 ) -> anyhow::Result<(Site, Option<String>)> {
-    let fresh = tally_core::proxy::new_secret(&random::<24>()?);
+    let fresh = tally_core::ingest::proxy::new_secret(&random::<24>()?);
     for _ in 0..5 {
         let mut site = store
             .site_consistent(id)
@@ -110,7 +110,7 @@ pub async fn create_scoped_key(
     scope: KeyScope,
     now: Millis,
 ) -> anyhow::Result<String> {
-    let key = tally_core::tag::credential(tag, auth::KEY_PREFIX, site, &random::<20>()?);
+    let key = tally_core::account::tag::credential(tag, auth::KEY_PREFIX, site, &random::<20>()?);
     let record = ApiKeyRecord::new(&key, label, None, scope, now)?;
     store.put_api_key(site, &record).await?;
     Ok(key)

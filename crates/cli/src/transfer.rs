@@ -1,14 +1,14 @@
 //! Data in and out of a site.
 //!
 //! - **Import** ([`import`]): daily history from CSV files (Plausible's
-//!   export or Tally's daily layout, read by [`tally_core::import`]) into
+//!   export or Tally's daily layout, read by [`tally_core::product::import`]) into
 //!   day rollups marked imported, which the job never recomputes. Every
 //!   file is read and checked before anything is written. Days that hold
 //!   Tally's own data are refused unless [`Replace`] says which wins.
 //!   Writing the same import again writes the same items: it changes
 //!   nothing.
 //! - **Export** ([`export_events`]): every event the site still holds
-//!   (segments or raw) as NDJSON or CSV ([`tally_core::export`]), read one
+//!   (segments or raw) as NDJSON or CSV ([`tally_core::engine::export`]), read one
 //!   UTC hour at a time, so memory stays bounded by an hour's events
 //!   whatever the range. [`export_daily`] writes the daily figures of
 //!   every report in Tally's daily layout, which [`import`] reads back
@@ -21,15 +21,15 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use tally_core::aggregate::{Aggregate, Metrics};
-use tally_core::dimension::Dimension;
-use tally_core::import::{ImportError, ImportLimits, Imported, daily_cells, daily_header};
-use tally_core::plan;
-use tally_core::range::DateRange;
-use tally_core::rollup::{RollupSource, compile_goals, goals_fingerprint};
-use tally_core::site::Site;
-use tally_core::zone::format_date;
-use tally_core::{Millis, export};
+use tally_core::engine::aggregate::{Aggregate, Metrics};
+use tally_core::engine::dimension::Dimension;
+use tally_core::engine::plan;
+use tally_core::engine::range::DateRange;
+use tally_core::engine::rollup::{RollupSource, compile_goals, goals_fingerprint};
+use tally_core::ingest::site::Site;
+use tally_core::product::import::{ImportError, ImportLimits, Imported, daily_cells, daily_header};
+use tally_core::time::zone::format_date;
+use tally_core::{Millis, engine::export};
 use tally_query::read::{self, Buckets, Fold, Request};
 use tally_query::store::DynamoQuery;
 use tally_store::rollups::RollupMeta;
@@ -286,11 +286,11 @@ pub async fn import(
 
 /// Event goals from the imported custom event rows (Plausible's export has
 /// no goal rows; a goal converts on the custom events of its name).
-fn add_goal_rows(agg: &mut Aggregate, goals: &[tally_core::goal::Goal]) {
+fn add_goal_rows(agg: &mut Aggregate, goals: &[tally_core::engine::goal::Goal]) {
     let events = agg.dims.get(&Dimension::Event).cloned().unwrap_or_default();
     let mut rows: BTreeMap<String, Metrics> = BTreeMap::new();
     for goal in goals {
-        if let tally_core::goal::GoalRule::Event { name } = &goal.rule
+        if let tally_core::engine::goal::GoalRule::Event { name } = &goal.rule
             && let Some(m) = events.get(name)
         {
             rows.insert(goal.name.clone(), m.clone());
@@ -375,7 +375,7 @@ async fn read_days(
     let compiled = compile_goals(&goals);
     let fp = goals_fingerprint(&goals);
     let zone = site.zone();
-    let filter = tally_core::filter::Filter::default();
+    let filter = tally_core::engine::filter::Filter::default();
     let request = Request {
         site,
         zone: &zone,

@@ -2,7 +2,6 @@
 //! `POST totp/setup|enable|disable`, and the instance owner's
 //! `PUT settings`.
 
-use crate::ConsoleStore;
 use crate::auth::{Signed, me as me_body};
 use crate::body::{
     self, Done, SessionItem, SessionList, SettingsBody, SettingsRequest, TotpCodeRequest,
@@ -11,6 +10,7 @@ use crate::body::{
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
 use crate::permit::instance_permit;
+use crate::store::ConsoleStore;
 use crate::{audit, guard};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;

@@ -26,7 +26,7 @@ use crate::store::Fut;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use tally_core::account::{Action, AuditAction};
-use tally_core::alert::{
+use tally_core::product::alert::{
     Alert, AlertConfig, AlertConfigError, AlertSettings, AlertSpec, Channel, DeliveryRecord,
     redact_url,
 };

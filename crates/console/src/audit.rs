@@ -6,12 +6,12 @@
 //! instance or to a user's own account goes to the instance's log
 //! ([`instance`]).
 
-use crate::ConsoleStore;
 use crate::body::Done;
 use crate::error::{ConsoleError, json_response};
 use crate::permit::{Permit, site_permit};
 use crate::site_body::AuditBody;
 use crate::site_store::SiteStore;
+use crate::store::ConsoleStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::account::{Action, AuditAction, AuditEntry, User};
 use tally_core::{Millis, keys};

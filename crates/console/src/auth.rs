@@ -4,10 +4,10 @@
 //! `require_2fa` gate, and starting a session after a login. Randomness
 //! comes from ring's system generator.
 
-use crate::ConsoleStore;
 use crate::body::{Me, MeSettings, MeSite, MeUser};
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response, with_cookie};
+use crate::store::ConsoleStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
 use tally_core::account::signin::{self, Claim};
@@ -174,7 +174,7 @@ pub async fn me<S: ConsoleStore>(
 /// Starts a session for a user who proved who they are: stores it,
 /// remembers the browser (a new `tally_device` cookie if it had none) and
 /// answers `me` with the cookies. The session token is tagged
-/// (`tally_core::tag`), so the query function takes it even from a network
+/// (`tally_core::account::tag`), so the query function takes it even from a network
 /// refused for failed guesses.
 pub async fn start_session<S: ConsoleStore>(
     store: &S,
@@ -183,7 +183,7 @@ pub async fn start_session<S: ConsoleStore>(
     mut user: User,
     now: Millis,
 ) -> Result<Response<Body>, ConsoleError> {
-    let session_token = tally_core::tag::tagged_credential(
+    let session_token = tally_core::account::tag::tagged_credential(
         config.tag_keys.current(),
         token::SESSION_PREFIX,
         &user.id,

@@ -7,8 +7,8 @@
 
 use crate::mail::Mailer;
 use std::sync::Arc;
-use tally_core::salt::{DailySalt, Secret, daily_salt};
-use tally_core::tag::{TagKey, TagKeys};
+use tally_core::account::tag::{TagKey, TagKeys};
+use tally_core::ingest::salt::{DailySalt, Secret, daily_salt};
 use tally_mail::{MailError, Ses, SesOptions};
 
 /// Largest JSON body a console route reads.
@@ -22,7 +22,7 @@ pub struct Config {
     pub network_key: DailySalt,
     /// Tags the API keys, shared links and sessions it makes with the
     /// current key, and checks keys against it and, after a rotation, the
-    /// previous one until its time (`tally_core::tag`).
+    /// previous one until its time (`tally_core::account::tag`).
     pub tag_keys: TagKeys,
     /// Largest request body, in bytes.
     pub max_body: usize,

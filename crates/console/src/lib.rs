@@ -56,7 +56,7 @@
 //! | `POST sites` | instance owner | `{domains: [..], timezone?: "UTC", id?, retention_days?, history_days?, exclude_networks?, exclude_paths?}` | 201 `Site` (the creator is its owner; 409 `site_exists`, or `site_deleting` while a deleted site of that id is swept) |
 //! | `GET sites/{site}` | R | — | `Site` = `{id, domains, timezone, retention_days, history_days, exclude_networks, exclude_paths, created_at, role}` |
 //! | `PATCH sites/{site}` | C | any of `{domains, timezone, exclude_networks, exclude_paths, retention_days, history_days}` (a list replaces; `[]` clears) | `Site` |
-//! | `DELETE sites/{site}` | O | — | 202 `{id, requested_at, sweep_after, stage: "waiting"\|"sweeping"\|"finishing", percent, removed}` (keys, links, members and invites at once; every other item by the job, [`tally_core::deletion`]) |
+//! | `DELETE sites/{site}` | O | — | 202 `{id, requested_at, sweep_after, stage: "waiting"\|"sweeping"\|"finishing", percent, removed}` (keys, links, members and invites at once; every other item by the job, [`tally_core::product::deletion`]) |
 //! | `GET sites/{site}/snippet` | R | — | `{snippet, ingest_url}` |
 //! | `GET sites/{site}/first-pageview` | R | — | `{seen: bool, hours: 3}` |
 //! | `GET sites/{site}/goals` | R | — | `{goals: [Goal]}`, `Goal` = `{id, name, rule: {type: "page", pattern, matching: "exact"\|"wildcard"\|"regex"} \| {type: "scroll", pattern, matching, depth} \| {type: "event", name} \| {type: "event_props", name, props: {key: value}}, created_at}` |
@@ -107,6 +107,7 @@ pub mod alerts;
 pub mod audit;
 pub mod auth;
 pub mod body;
+pub mod collection;
 pub mod config;
 pub mod credentials;
 pub mod error;
@@ -131,6 +132,7 @@ pub use crate::config::Config;
 pub use crate::site_store::SiteStore;
 pub use crate::store::ConsoleStore;
 
+use crate::collection::{CollectionStore, Op};
 use crate::error::{ConsoleError, error_response};
 use lambda_http::http::header::HeaderValue;
 use lambda_http::{Body, Request, Response};
@@ -186,6 +188,20 @@ enum Collection {
     Affiliates,
 }
 
+/// Each collection by the word that names it in `sites/{site}/{word}`.
+const COLLECTIONS: [(&str, Collection); 10] = [
+    ("goals", Collection::Goals),
+    ("funnels", Collection::Funnels),
+    ("shares", Collection::Shares),
+    ("keys", Collection::Keys),
+    ("members", Collection::Members),
+    ("invites", Collection::Invites),
+    ("segments", Collection::Segments),
+    ("annotations", Collection::Annotations),
+    ("email-reports", Collection::EmailReports),
+    ("affiliates", Collection::Affiliates),
+];
+
 /// A site route (`sites…`, `invites/accept`), by method and path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum SiteRoute<'a> {
@@ -219,18 +235,11 @@ fn site_route<'a>(
     method: &str,
     segments: &[&'a str],
 ) -> Option<Result<SiteRoute<'a>, ConsoleError>> {
-    let collection = |name: &str| match name {
-        "goals" => Some(Collection::Goals),
-        "funnels" => Some(Collection::Funnels),
-        "shares" => Some(Collection::Shares),
-        "keys" => Some(Collection::Keys),
-        "members" => Some(Collection::Members),
-        "invites" => Some(Collection::Invites),
-        "segments" => Some(Collection::Segments),
-        "annotations" => Some(Collection::Annotations),
-        "email-reports" => Some(Collection::EmailReports),
-        "affiliates" => Some(Collection::Affiliates),
-        _ => None,
+    let collection = |name: &str| {
+        COLLECTIONS
+            .iter()
+            .find(|(word, _)| *word == name)
+            .map(|(_, c)| *c)
     };
     let route = match (segments, method) {
         (["invites", "accept"], "POST") => SiteRoute::AcceptInvite,
@@ -307,46 +316,48 @@ async fn dispatch_site<S: SiteStore + reports::ReportStore + alerts::AlertStore>
         SiteRoute::Proxy(site) => proxy::get(s, r, site, now).await,
         SiteRoute::SetProxy(site) => proxy::change(s, config, r, site, now).await,
         SiteRoute::AcceptInvite => members::accept(s, config, r, now).await,
-        SiteRoute::Items(site, c) => match c {
-            C::Goals => goals::goals(s, r, site, now).await,
-            C::Funnels => goals::funnels(s, r, site, now).await,
-            C::Shares => credentials::shares(s, r, site, now).await,
-            C::Keys => credentials::keys(s, r, site, now).await,
-            C::Members => members::members(s, r, site, now).await,
-            C::Invites => members::invites(s, r, site, now).await,
-            C::Segments => saved::segments(s, r, site, now).await,
-            C::Annotations => saved::annotations(s, r, site, now).await,
-            C::EmailReports => recipients::list(s, r, site, now).await,
-            C::Affiliates => affiliates::list(s, r, site, now).await,
-        },
-        SiteRoute::AddItem(site, c) => match c {
-            C::Goals => goals::add_goal(s, config, r, site, now).await,
-            C::Funnels => goals::add_funnel(s, config, r, site, now).await,
-            C::Shares => credentials::add_share(s, config, r, site, now).await,
-            C::Keys => credentials::add_key(s, config, r, site, now).await,
-            C::Invites => members::invite(s, config, r, site, now).await,
-            C::Segments => saved::add_segment(s, config, r, site, now).await,
-            C::Annotations => saved::add_annotation(s, config, r, site, now).await,
-            C::EmailReports => recipients::add(s, config, r, site, now).await,
-            C::Affiliates => affiliates::add(s, config, r, site, now).await,
-            C::Members => Err(method_not_allowed("GET")),
-        },
+        SiteRoute::Items(site, C::Members) => members::members(s, r, site, now).await,
+        SiteRoute::Items(site, c) => collection(s, config, r, site, c, Op::List, now).await,
+        SiteRoute::AddItem(site, c) => collection(s, config, r, site, c, Op::Add, now).await,
         SiteRoute::Item(site, _, uid) => members::member(s, r, site, uid, now).await,
         SiteRoute::ChangeItem(site, _, uid) => {
             members::set_role(s, config, r, site, uid, now).await
         }
-        SiteRoute::RemoveItem(site, c, id) => match c {
-            C::Goals => goals::remove_goal(s, r, site, id, now).await,
-            C::Funnels => goals::remove_funnel(s, r, site, id, now).await,
-            C::Shares => credentials::revoke_share(s, r, site, id, now).await,
-            C::Keys => credentials::revoke_key(s, r, site, id, now).await,
-            C::Members => members::remove(s, r, site, id, now).await,
-            C::Invites => members::revoke_invite(s, r, site, id, now).await,
-            C::Segments => saved::remove_segment(s, r, site, id, now).await,
-            C::Annotations => saved::remove_annotation(s, r, site, id, now).await,
-            C::EmailReports => recipients::remove(s, r, site, id, now).await,
-            C::Affiliates => affiliates::remove(s, r, site, id, now).await,
-        },
+        SiteRoute::RemoveItem(site, C::Members, uid) => members::remove(s, r, site, uid, now).await,
+        SiteRoute::RemoveItem(site, c, id) => {
+            collection(s, config, r, site, c, Op::Remove(id), now).await
+        }
+    }
+}
+
+/// Serves a request to one of a site's collections ([`collection::serve`]).
+async fn collection<S: CollectionStore>(
+    s: &S,
+    config: &Config,
+    r: &Request,
+    site: &str,
+    c: Collection,
+    op: Op<'_>,
+    now: Millis,
+) -> Result<Response<Body>, ConsoleError> {
+    use collection::serve;
+    match c {
+        Collection::Goals => serve::<goals::Goals, _>(s, config, r, site, op, now).await,
+        Collection::Funnels => serve::<goals::Funnels, _>(s, config, r, site, op, now).await,
+        Collection::Shares => serve::<credentials::Shares, _>(s, config, r, site, op, now).await,
+        Collection::Keys => serve::<credentials::Keys, _>(s, config, r, site, op, now).await,
+        Collection::Invites => serve::<members::Invites, _>(s, config, r, site, op, now).await,
+        Collection::Segments => serve::<saved::Segments, _>(s, config, r, site, op, now).await,
+        Collection::Annotations => {
+            serve::<saved::Annotations, _>(s, config, r, site, op, now).await
+        }
+        Collection::EmailReports => {
+            serve::<recipients::Recipients, _>(s, config, r, site, op, now).await
+        }
+        Collection::Affiliates => {
+            serve::<affiliates::Affiliates, _>(s, config, r, site, op, now).await
+        }
+        Collection::Members => Err(method_not_allowed("GET")),
     }
 }
 
@@ -418,7 +429,7 @@ pub async fn handle<S: SiteStore + reports::ReportStore + alerts::AlertStore, C:
     // failed key counts against its network; a forged tag is refused
     // unread), and gives its unit back unless the key was refused.
     let key = auth::header(&request, "authorization")
-        .and_then(|h| tally_core::auth::bearer(Some(h)).ok())
+        .and_then(|h| tally_core::account::auth::bearer(Some(h)).ok())
         .map(str::to_owned);
     let taken = match &key {
         Some(key) => match guard::take_key(store, config, &request, key, clock.now()).await {

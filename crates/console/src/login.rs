@@ -5,32 +5,18 @@
 //! logs name what happened and the user id, never an email, a password, a
 //! code, a token, an address or a user agent.
 
-use crate::ConsoleStore;
 use crate::auth::{Signed, check_origin, start_session};
 use crate::body::{
     self, Done, LoginRequest, SetupNeeded, SetupRequest, TotpChallenge, TotpLoginRequest,
 };
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response, with_cookie};
+use crate::store::ConsoleStore;
 use crate::{audit, guard};
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
 use tally_core::account::{AuditAction, PendingLogin, User, cookie, password, record, token};
 use tally_store::accounts::SetupRefused;
-
-/// Runs a password check off the async workers (Argon2id takes ~30 ms and
-/// 19 MiB): `verify` against the user's hash, or the decoy's.
-pub async fn check_password(password: String, phc: Option<String>) -> Result<bool, ConsoleError> {
-    tokio::task::spawn_blocking(move || match phc {
-        Some(phc) => password::verify(&password, &phc),
-        None => password::verify_decoy(&password),
-    })
-    .await
-    .map_err(|e| {
-        tracing::error!(error = %e, "password check failed");
-        ConsoleError::internal()
-    })
-}
 
 /// Hashes a new password off the async workers.
 pub async fn hash_password(password: String) -> Result<String, ConsoleError> {
@@ -133,7 +119,7 @@ pub async fn login<S: ConsoleStore>(
     let user = store.user_by_email(&email).await?;
     let account = guard::account_of(user.as_ref(), &email);
     let taken = guard::take(store, config, request, &account, user.as_ref(), now).await?;
-    let right = check_password(
+    let right = guard::check_password(
         body.password.clone(),
         user.as_ref().map(|u| u.password.clone()),
     )

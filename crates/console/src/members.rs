@@ -15,14 +15,15 @@
 use crate::audit;
 use crate::auth::{self, random};
 use crate::body::{self, Done};
+use crate::collection::{Added, Call, Collection, CollectionStore, Needs, Op, Removed};
 use crate::config::Config;
 use crate::error::{ConsoleError, json_response};
 use crate::login::hash_password;
 use crate::mail;
 use crate::permit::{Permit, site_permit};
 use crate::site_body::{
-    AcceptRequest, InviteCreated, InviteItem, InviteList, InviteRequest, MemberItem, MemberList,
-    RoleRequest, public_id,
+    AcceptRequest, InviteCreated, InviteItem, InviteRequest, MemberItem, MemberList, RoleRequest,
+    public_id,
 };
 use crate::site_store::SiteStore;
 use crate::sites::public_origin;
@@ -175,118 +176,106 @@ async fn audit_member<S: SiteStore>(
     .await
 }
 
-/// `GET sites/{site}/invites`: the live ones.
-pub async fn invites<S: SiteStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    site_permit(store, request, site, Action::ManageMembers, now).await?;
-    let invites = store
-        .invites(site)
-        .await?
-        .iter()
-        .filter(|i| i.expires > now)
-        .map(InviteItem::from)
-        .collect();
-    Ok(json_response(200, &InviteList { invites }))
-}
+/// `sites/{site}/invites` (owners only; served by [`crate::collection`]).
+pub struct Invites;
 
-/// `POST sites/{site}/invites {role, email?}`: the link and token, once;
-/// mailed to `email` when the console has a mailer.
-pub async fn invite<S: SiteStore>(
-    store: &S,
-    config: &Config,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::ManageMembers, now).await?;
-    let inviter = permit.user()?.user.clone();
-    let body: InviteRequest = body::parse(request, config.max_body)?;
-    let email = body
-        .email
-        .as_deref()
-        .map(|e| {
-            valid_email(e)
-                .ok_or_else(|| ConsoleError::bad_request("invalid_email", "not an email address"))
-        })
-        .transpose()?;
-    let invite_token = token::invite_token(site, &random::<20>()?);
-    let invite = Invite {
-        hash: token::hash_token(&invite_token),
-        site: site.to_owned(),
-        role: body.role,
-        email: email.clone(),
-        created: now,
-        expires: now + INVITE_MS,
-        by: inviter.id.clone(),
-    };
-    store.put_invite(&invite).await?;
-    let item = InviteItem::from(&invite);
-    let link = format!(
-        "{}{}#invite={invite_token}",
-        public_origin(config.public_url.as_deref(), request),
-        CONSOLE_PAGE
-    );
-    let mut mailed = false;
-    if let (Some(mailer), Some(to)) = (&config.mailer, &email) {
-        let message = mail::invitation(to, site, body.role.as_str(), &link, &inviter.email);
-        match mailer.send(&message).await {
-            Ok(()) => mailed = true,
-            // The link is answered anyway: the inviter can pass it on.
-            Err(e) => tracing::warn!(error = %e, "the invitation was not mailed"),
+impl Collection for Invites {
+    const NOUN: &'static str = "invite";
+    const LISTED: &'static str = "invites";
+    const NEEDS: Needs = Needs::OWNERS;
+    const AUDIT: AuditAction = AuditAction::InviteChanged;
+    type Spec = InviteRequest;
+    type Item = InviteItem;
+    type Answer = InviteCreated;
+
+    /// Only a person invites.
+    fn admit(permit: &Permit, op: Op<'_>) -> Result<(), ConsoleError> {
+        match op {
+            Op::Add => permit.user().map(|_| ()),
+            _ => Ok(()),
         }
     }
-    let target = format!("invite:{}", item.id);
-    let detail = format!("invited as {}", body.role.as_str());
-    audit::record(
-        store,
-        &permit,
-        AuditAction::InviteChanged,
-        &target,
-        &detail,
-        now,
-    )
-    .await?;
-    Ok(json_response(
-        201,
-        &InviteCreated {
+
+    /// The live ones.
+    async fn list<S: CollectionStore>(call: Call<'_, S>) -> Result<Vec<InviteItem>, ConsoleError> {
+        let invites = call
+            .store
+            .invites(call.site())
+            .await?
+            .iter()
+            .filter(|i| i.expires > call.now)
+            .map(InviteItem::from)
+            .collect();
+        Ok(invites)
+    }
+
+    /// `{role, email?}`: the link and token, once; mailed to `email` when
+    /// the console has a mailer.
+    async fn add<S: CollectionStore>(
+        call: Call<'_, S>,
+        body: InviteRequest,
+    ) -> Result<Added<InviteCreated>, ConsoleError> {
+        let inviter = &call.permit.user()?.user;
+        let email = body
+            .email
+            .as_deref()
+            .map(|e| {
+                valid_email(e).ok_or_else(|| {
+                    ConsoleError::bad_request("invalid_email", "not an email address")
+                })
+            })
+            .transpose()?;
+        let invite_token = token::invite_token(call.site(), &random::<20>()?);
+        let invite = Invite {
+            hash: token::hash_token(&invite_token),
+            site: call.site().to_owned(),
+            role: body.role,
+            email: email.clone(),
+            created: call.now,
+            expires: call.now + INVITE_MS,
+            by: inviter.id.clone(),
+        };
+        call.store.put_invite(&invite).await?;
+        let item = InviteItem::from(&invite);
+        let link = format!(
+            "{}{}#invite={invite_token}",
+            public_origin(call.config.public_url.as_deref(), call.request),
+            CONSOLE_PAGE
+        );
+        let mut mailed = false;
+        if let (Some(mailer), Some(to)) = (&call.config.mailer, &email) {
+            let message =
+                mail::invitation(to, call.site(), body.role.as_str(), &link, &inviter.email);
+            match mailer.send(&message).await {
+                Ok(()) => mailed = true,
+                // The link is answered anyway: the inviter can pass it on.
+                Err(e) => tracing::warn!(error = %e, "the invitation was not mailed"),
+            }
+        }
+        let detail = format!("invited as {}", body.role.as_str());
+        let created = InviteCreated {
             link,
             token: invite_token,
             mailed,
             invite: item,
-        },
-    ))
-}
+        };
+        Ok(Added::new(created.invite.id.clone(), detail, created))
+    }
 
-/// `DELETE sites/{site}/invites/{id}`.
-pub async fn revoke_invite<S: SiteStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    id: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::ManageMembers, now).await?;
-    let invite = store
-        .invites(site)
-        .await?
-        .into_iter()
-        .find(|i| public_id(&i.hash) == id)
-        .ok_or_else(|| ConsoleError::not_found("invite_not_found", "no such invite"))?;
-    store.delete_invite(site, &invite.hash).await?;
-    let target = format!("invite:{id}");
-    audit::done(
-        store,
-        &permit,
-        AuditAction::InviteChanged,
-        &target,
-        "invite revoked",
-        now,
-    )
-    .await
+    async fn remove<S: CollectionStore>(
+        call: Call<'_, S>,
+        id: &str,
+    ) -> Result<Removed, ConsoleError> {
+        let store = call.store;
+        let invite = store
+            .invites(call.site())
+            .await?
+            .into_iter()
+            .find(|i| public_id(&i.hash) == id)
+            .ok_or_else(|| ConsoleError::not_found("invite_not_found", "no such invite"))?;
+        store.delete_invite(call.site(), &invite.hash).await?;
+        Ok(Removed::new(id, "invite revoked"))
+    }
 }
 
 fn invite_invalid() -> ConsoleError {

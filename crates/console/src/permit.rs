@@ -19,10 +19,10 @@ use crate::error::ConsoleError;
 use crate::site_store::SiteStore;
 use lambda_http::Request;
 use tally_core::Millis;
+use tally_core::account::auth as keys;
 use tally_core::account::role::{InstanceAction, instance_allows, site_role};
 use tally_core::account::{Action, KeyScope, Role};
-use tally_core::auth as keys;
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
 use tally_store::sites::ApiKeyRecord;
 
 /// Who is asking.
@@ -199,7 +199,8 @@ async fn key_of<S: SiteStore>(
         .api_key(site_id, &hash)
         .await?
         .filter(|r| {
-            r.revoked_at.is_none() && keys::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
+            r.revoked_at.is_none()
+                && tally_core::ingest::salt::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
         })
         .ok_or_else(invalid)
 }

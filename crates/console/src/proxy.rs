@@ -19,7 +19,7 @@ use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use tally_core::Millis;
 use tally_core::account::{Action, AuditAction};
-use tally_core::proxy::{Proxy, ProxyChange, ProxyError, SECRET_HEADER};
+use tally_core::ingest::proxy::{Proxy, ProxyChange, ProxyError, SECRET_HEADER};
 
 impl From<ProxyError> for ConsoleError {
     fn from(e: ProxyError) -> Self {
@@ -86,7 +86,7 @@ pub async fn change<S: SiteStore>(
 ) -> Result<Response<Body>, ConsoleError> {
     let permit = site_permit(store, request, site, Action::Configure, now).await?;
     let change: ProxyChange = body::parse(request, config.max_body)?;
-    let fresh = tally_core::proxy::new_secret(&crate::auth::random::<24>()?);
+    let fresh = tally_core::ingest::proxy::new_secret(&crate::auth::random::<24>()?);
     let before = permit.site.proxy.clone();
     let (site_now, made) = crate::sites::write_change(store, permit.site.clone(), |s| {
         let applied = change.apply(s.proxy.as_ref(), &fresh, now)?;

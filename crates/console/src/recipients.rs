@@ -1,5 +1,6 @@
 //! A site's email report recipients: `GET|POST sites/{site}/email-reports`,
-//! `DELETE sites/{site}/email-reports/{id}`. All three configure (admins,
+//! `DELETE sites/{site}/email-reports/{id}` (served by
+//! [`crate::collection`]). All three configure (admins,
 //! owners, `configure` keys): the list holds other people's addresses, so
 //! viewers do not read it. A recipient is built by core's
 //! [`SubscriptionSpec`] against the site's others, as `tally report add`
@@ -9,19 +10,12 @@
 //! address is in a path or an audit entry. The scheduled job sends the
 //! reports (`tally_rollup::reports`).
 
-use crate::audit;
-use crate::body;
-use crate::config::Config;
-use crate::error::{ConsoleError, json_response};
-use crate::permit::site_permit;
-use crate::reports::ReportStore;
-use crate::site_store::SiteStore;
-use lambda_http::{Body, Request, Response};
+use crate::collection::{Added, Call, Collection, CollectionStore, Needs, Removed};
+use crate::error::ConsoleError;
 use serde::Serialize;
 use tally_core::Millis;
-use tally_core::account::{Action, AuditAction};
-use tally_core::report_mail::token::recipient_hash;
-use tally_core::report_mail::{Subscription, SubscriptionError, SubscriptionSpec};
+use tally_core::product::report_mail::token::recipient_hash;
+use tally_core::product::report_mail::{Subscription, SubscriptionError, SubscriptionSpec};
 
 impl From<SubscriptionError> for ConsoleError {
     fn from(e: SubscriptionError) -> Self {
@@ -60,87 +54,64 @@ impl From<Subscription> for Recipient {
     }
 }
 
-/// `GET sites/{site}/email-reports`.
-#[derive(Debug, Serialize)]
-pub struct RecipientList {
-    /// The recipients, by address.
-    pub recipients: Vec<Recipient>,
-}
+/// `sites/{site}/email-reports`.
+pub struct Recipients;
 
-/// `GET sites/{site}/email-reports`.
-pub async fn list<S: SiteStore + ReportStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    site_permit(store, request, site, Action::Configure, now).await?;
-    let subs = store.report_subscriptions(site).await?;
-    let recipients = subs.into_iter().map(Recipient::from).collect();
-    Ok(json_response(200, &RecipientList { recipients }))
-}
+impl Collection for Recipients {
+    const NOUN: &'static str = "email-report";
+    const LISTED: &'static str = "recipients";
+    const NEEDS: Needs = Needs::ADMINS;
+    type Spec = SubscriptionSpec;
+    type Item = Recipient;
+    type Answer = Recipient;
 
-/// `POST sites/{site}/email-reports`: a [`SubscriptionSpec`]
-/// (`{email, weekly?, monthly?}`); answers the recipient as stored.
-pub async fn add<S: SiteStore + ReportStore>(
-    store: &S,
-    config: &Config,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Configure, now).await?;
-    let spec: SubscriptionSpec = body::parse(request, config.max_body)?;
-    let existing = store.report_subscriptions(site).await?;
-    let sub = spec.build(&existing, now)?;
-    let known = existing.iter().any(|s| s.email == sub.email);
-    store.put_report_subscription(site, &sub).await?;
-    let detail = format!(
-        "report recipient {} ({})",
-        if known { "changed" } else { "added" },
-        sub.kinds()
-    );
-    let recipient = Recipient::from(sub);
-    let target = format!("email-report:{}", recipient.id);
-    audit::record(
-        store,
-        &permit,
-        AuditAction::SiteChanged,
-        &target,
-        &detail,
-        now,
-    )
-    .await?;
-    Ok(json_response(if known { 200 } else { 201 }, &recipient))
-}
-
-/// `DELETE sites/{site}/email-reports/{id}`.
-pub async fn remove<S: SiteStore + ReportStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    id: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Configure, now).await?;
-    let not_found = || ConsoleError::not_found("recipient_not_found", "no such report recipient");
-    let sub = store
-        .report_subscriptions(site)
-        .await?
-        .into_iter()
-        .find(|s| recipient_hash(&s.email) == id)
-        .ok_or_else(not_found)?;
-    if !store.delete_report_subscription(site, &sub.email).await? {
-        return Err(not_found());
+    async fn list<S: CollectionStore>(call: Call<'_, S>) -> Result<Vec<Recipient>, ConsoleError> {
+        let subs = call.store.report_subscriptions(call.site()).await?;
+        Ok(subs.into_iter().map(Recipient::from).collect())
     }
-    let target = format!("email-report:{id}");
-    audit::done(
-        store,
-        &permit,
-        AuditAction::SiteChanged,
-        &target,
-        "report recipient removed",
-        now,
-    )
-    .await
+
+    /// `{email, weekly?, monthly?}`; an address already listed gets the
+    /// reports given (200).
+    async fn add<S: CollectionStore>(
+        call: Call<'_, S>,
+        spec: SubscriptionSpec,
+    ) -> Result<Added<Recipient>, ConsoleError> {
+        let store = call.store;
+        let existing = store.report_subscriptions(call.site()).await?;
+        let sub = spec.build(&existing, call.now)?;
+        let known = existing.iter().any(|s| s.email == sub.email);
+        store.put_report_subscription(call.site(), &sub).await?;
+        let detail = format!(
+            "report recipient {} ({})",
+            if known { "changed" } else { "added" },
+            sub.kinds()
+        );
+        let recipient = Recipient::from(sub);
+        Ok(Added {
+            status: if known { 200 } else { 201 },
+            ..Added::new(recipient.id.clone(), detail, recipient)
+        })
+    }
+
+    async fn remove<S: CollectionStore>(
+        call: Call<'_, S>,
+        id: &str,
+    ) -> Result<Removed, ConsoleError> {
+        let store = call.store;
+        let not_found =
+            || ConsoleError::not_found("recipient_not_found", "no such report recipient");
+        let sub = store
+            .report_subscriptions(call.site())
+            .await?
+            .into_iter()
+            .find(|s| recipient_hash(&s.email) == id)
+            .ok_or_else(not_found)?;
+        if !store
+            .delete_report_subscription(call.site(), &sub.email)
+            .await?
+        {
+            return Err(not_found());
+        }
+        Ok(Removed::new(id, "report recipient removed"))
+    }
 }

@@ -1,6 +1,6 @@
 //! `GET|POST /api/console/unsubscribe?t=…`: a report recipient leaves a
 //! site's weekly or monthly report without signing in. The token
-//! (`tally_core::report_mail::token`) names the site, the kind and the
+//! (`tally_core::product::report_mail::token`) names the site, the kind and the
 //! recipient's address hash, signed with the instance's secret; a valid
 //! one removes that kind from the recipient's subscription (the whole
 //! subscription when nothing is left) and answers a small HTML page; a
@@ -11,8 +11,8 @@
 use crate::error::ConsoleError;
 use lambda_http::{Body, Request, Response};
 use std::future::Future;
-use tally_core::report_mail::render::escape_html;
-use tally_core::report_mail::{Kind, Subscription, UnsubscribeToken, verify_unsubscribe};
+use tally_core::product::report_mail::render::escape_html;
+use tally_core::product::report_mail::{Kind, Subscription, UnsubscribeToken, verify_unsubscribe};
 use tally_store::{Store, StoreError};
 
 /// The route's path.

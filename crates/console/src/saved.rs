@@ -1,6 +1,6 @@
 //! Saved segments and annotations of a site (issue 23):
 //! `GET|POST sites/{site}/segments`, `DELETE sites/{site}/segments/{id}`,
-//! the same for `annotations`.
+//! the same for `annotations` (served by [`crate::collection`]).
 //!
 //! Listing is a read and shows the site-wide items and the caller's own
 //! personal ones. A site-wide item is configured (admins, owners,
@@ -11,25 +11,21 @@
 //! member's personal items go when their membership does. Personal items
 //! are capped per member and do not count toward the site's caps
 //! ([`saved_segment::MAX_PERSONAL_SEGMENTS`],
-//! [`tally_core::annotation::MAX_PERSONAL_ANNOTATIONS`]). Definitions are core's
+//! [`tally_core::product::annotation::MAX_PERSONAL_ANNOTATIONS`]). Definitions are core's
 //! [`SegmentSpec`] and [`AnnotationSpec`], as `tally segment add` and
 //! `tally annotation add` build them. A segment a live shared link is
 //! locked to is not removed (409 `segment_in_use`). Every change is
 //! audited.
 
-use crate::audit;
 use crate::auth::random;
 use crate::body;
-use crate::config::Config;
-use crate::error::{ConsoleError, json_response};
-use crate::permit::{Actor, Permit, site_permit};
-use crate::site_store::SiteStore;
-use lambda_http::{Body, Request, Response};
-use serde::Serialize;
-use tally_core::Millis;
-use tally_core::account::{Action, AuditAction};
-use tally_core::annotation::{Annotation, AnnotationError, AnnotationSpec};
-use tally_core::saved_segment::{self, SavedSegment, SegmentError, SegmentSpec};
+use crate::collection::{Added, Call, Collection, CollectionStore, Needs, Removed};
+use crate::error::ConsoleError;
+use crate::permit::{Actor, Permit};
+use lambda_http::Request;
+use tally_core::account::Action;
+use tally_core::product::annotation::{self, Annotation, AnnotationError, AnnotationSpec};
+use tally_core::product::saved_segment::{self, SavedSegment, SegmentError, SegmentSpec};
 
 impl From<SegmentError> for ConsoleError {
     fn from(e: SegmentError) -> Self {
@@ -41,20 +37,6 @@ impl From<AnnotationError> for ConsoleError {
     fn from(e: AnnotationError) -> Self {
         Self::new(e.status(), e.code(), e.to_string())
     }
-}
-
-/// `GET sites/{site}/segments`.
-#[derive(Debug, Serialize)]
-pub struct SegmentList {
-    /// What the caller sees.
-    pub segments: Vec<SavedSegment>,
-}
-
-/// `GET sites/{site}/annotations`.
-#[derive(Debug, Serialize)]
-pub struct AnnotationList {
-    /// What the caller sees, oldest first.
-    pub annotations: Vec<Annotation>,
 }
 
 /// The signed-in caller's user id (keys have none).
@@ -115,155 +97,116 @@ fn kind(personal: bool) -> &'static str {
     if personal { "personal" } else { "site-wide" }
 }
 
-/// `GET sites/{site}/segments`.
-pub async fn segments<S: SiteStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Read, now).await?;
-    let everyone = everyone_asked(request, &permit)?;
-    let uid = uid(&permit);
-    let mut segments = store.saved_segments(site).await?;
-    segments.retain(|s| everyone || s.visible_to(uid));
-    Ok(json_response(200, &SegmentList { segments }))
+/// `sites/{site}/segments`.
+pub struct Segments;
+
+impl Collection for Segments {
+    const NOUN: &'static str = "segment";
+    const LISTED: &'static str = "segments";
+    const NEEDS: Needs = Needs::MEMBERS;
+    type Spec = SegmentSpec;
+    type Item = SavedSegment;
+    type Answer = SavedSegment;
+
+    async fn list<S: CollectionStore>(
+        call: Call<'_, S>,
+    ) -> Result<Vec<SavedSegment>, ConsoleError> {
+        let everyone = everyone_asked(call.request, call.permit)?;
+        let uid = uid(call.permit);
+        let mut segments = call.store.saved_segments(call.site()).await?;
+        segments.retain(|s| everyone || s.visible_to(uid));
+        Ok(segments)
+    }
+
+    async fn add<S: CollectionStore>(
+        call: Call<'_, S>,
+        spec: SegmentSpec,
+    ) -> Result<Added<SavedSegment>, ConsoleError> {
+        let store = call.store;
+        let by = creator(call.permit, spec.personal)?;
+        let segment = spec.build(u32::from_le_bytes(random()?), &by, call.now)?;
+        saved_segment::check_new(&store.saved_segments(call.site()).await?, &segment)?;
+        store.put_saved_segment(call.site(), &segment).await?;
+        let detail = format!("{} segment added", kind(segment.personal()));
+        Ok(Added::new(segment.id.clone(), detail, segment))
+    }
+
+    /// A segment a live shared link is locked to stays (409
+    /// `segment_in_use`).
+    async fn remove<S: CollectionStore>(
+        call: Call<'_, S>,
+        id: &str,
+    ) -> Result<Removed, ConsoleError> {
+        let store = call.store;
+        let segments = store.saved_segments(call.site()).await?;
+        let segment = match segments.iter().find(|s| s.id == id) {
+            Some(s) if sees_everyone(call.permit) => s,
+            _ => saved_segment::find(&segments, id, uid(call.permit))?,
+        };
+        may_remove(call.permit, segment.owner.as_deref())?;
+        saved_segment::check_removable(&store.shares(call.site()).await?, id, call.now)?;
+        store.delete_saved_segment(call.site(), id).await?;
+        Ok(Removed::new(
+            id,
+            format!("{} segment removed", kind(segment.personal())),
+        ))
+    }
 }
 
-/// `POST sites/{site}/segments`: a [`SegmentSpec`]; answers the segment.
-pub async fn add_segment<S: SiteStore>(
-    store: &S,
-    config: &Config,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Read, now).await?;
-    let spec: SegmentSpec = body::parse(request, config.max_body)?;
-    let by = creator(&permit, spec.personal)?;
-    let segment = spec.build(u32::from_le_bytes(random()?), &by, now)?;
-    saved_segment::check_new(&store.saved_segments(site).await?, &segment)?;
-    store.put_saved_segment(site, &segment).await?;
-    let target = format!("segment:{}", segment.id);
-    let detail = format!("{} segment added", kind(segment.personal()));
-    audit::record(
-        store,
-        &permit,
-        AuditAction::SiteChanged,
-        &target,
-        &detail,
-        now,
-    )
-    .await?;
-    Ok(json_response(201, &segment))
-}
+/// `sites/{site}/annotations`.
+pub struct Annotations;
 
-/// `DELETE sites/{site}/segments/{id}`.
-pub async fn remove_segment<S: SiteStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    id: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Read, now).await?;
-    let segments = store.saved_segments(site).await?;
-    let segment = match segments.iter().find(|s| s.id == id) {
-        Some(s) if sees_everyone(&permit) => s,
-        _ => saved_segment::find(&segments, id, uid(&permit))?,
-    };
-    may_remove(&permit, segment.owner.as_deref())?;
-    saved_segment::check_removable(&store.shares(site).await?, id, now)?;
-    store.delete_saved_segment(site, id).await?;
-    let target = format!("segment:{id}");
-    let detail = format!("{} segment removed", kind(segment.personal()));
-    audit::done(
-        store,
-        &permit,
-        AuditAction::SiteChanged,
-        &target,
-        &detail,
-        now,
-    )
-    .await
-}
+impl Collection for Annotations {
+    const NOUN: &'static str = "annotation";
+    const LISTED: &'static str = "annotations";
+    const NEEDS: Needs = Needs::MEMBERS;
+    type Spec = AnnotationSpec;
+    type Item = Annotation;
+    type Answer = Annotation;
 
-/// `GET sites/{site}/annotations`.
-pub async fn annotations<S: SiteStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Read, now).await?;
-    let everyone = everyone_asked(request, &permit)?;
-    let uid = uid(&permit);
-    let mut annotations = store.annotations(site).await?;
-    annotations.retain(|a| everyone || a.visible_to(uid));
-    Ok(json_response(200, &AnnotationList { annotations }))
-}
+    async fn list<S: CollectionStore>(call: Call<'_, S>) -> Result<Vec<Annotation>, ConsoleError> {
+        let everyone = everyone_asked(call.request, call.permit)?;
+        let uid = uid(call.permit);
+        let mut annotations = call.store.annotations(call.site()).await?;
+        annotations.retain(|a| everyone || a.visible_to(uid));
+        Ok(annotations)
+    }
 
-/// `POST sites/{site}/annotations`: an [`AnnotationSpec`]; answers the
-/// annotation.
-pub async fn add_annotation<S: SiteStore>(
-    store: &S,
-    config: &Config,
-    request: &Request,
-    site: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Read, now).await?;
-    let spec: AnnotationSpec = body::parse(request, config.max_body)?;
-    let by = creator(&permit, spec.personal)?;
-    let note = spec.build(u32::from_le_bytes(random()?), &by, now)?;
-    tally_core::annotation::check_new(&store.annotations(site).await?, &note)?;
-    store.put_annotation(site, &note).await?;
-    let target = format!("annotation:{}", note.id);
-    let detail = format!(
-        "{} annotation added for {}",
-        kind(note.owner.is_some()),
-        note.date
-    );
-    audit::record(
-        store,
-        &permit,
-        AuditAction::SiteChanged,
-        &target,
-        &detail,
-        now,
-    )
-    .await?;
-    Ok(json_response(201, &note))
-}
+    async fn add<S: CollectionStore>(
+        call: Call<'_, S>,
+        spec: AnnotationSpec,
+    ) -> Result<Added<Annotation>, ConsoleError> {
+        let store = call.store;
+        let by = creator(call.permit, spec.personal)?;
+        let note = spec.build(u32::from_le_bytes(random()?), &by, call.now)?;
+        annotation::check_new(&store.annotations(call.site()).await?, &note)?;
+        store.put_annotation(call.site(), &note).await?;
+        let detail = format!(
+            "{} annotation added for {}",
+            kind(note.owner.is_some()),
+            note.date
+        );
+        Ok(Added::new(note.id.clone(), detail, note))
+    }
 
-/// `DELETE sites/{site}/annotations/{id}`.
-pub async fn remove_annotation<S: SiteStore>(
-    store: &S,
-    request: &Request,
-    site: &str,
-    id: &str,
-    now: Millis,
-) -> Result<Response<Body>, ConsoleError> {
-    let permit = site_permit(store, request, site, Action::Read, now).await?;
-    let uid = uid(&permit);
-    let everyone = sees_everyone(&permit);
-    let note = store
-        .annotations(site)
-        .await?
-        .into_iter()
-        .find(|a| a.id == id && (everyone || a.visible_to(uid)))
-        .ok_or_else(|| ConsoleError::not_found("annotation_not_found", "no such annotation"))?;
-    may_remove(&permit, note.owner.as_deref())?;
-    store.delete_annotation(site, &note).await?;
-    let target = format!("annotation:{id}");
-    let detail = format!("{} annotation removed", kind(note.owner.is_some()));
-    audit::done(
-        store,
-        &permit,
-        AuditAction::SiteChanged,
-        &target,
-        &detail,
-        now,
-    )
-    .await
+    async fn remove<S: CollectionStore>(
+        call: Call<'_, S>,
+        id: &str,
+    ) -> Result<Removed, ConsoleError> {
+        let store = call.store;
+        let uid = uid(call.permit);
+        let everyone = sees_everyone(call.permit);
+        let note = store
+            .annotations(&call.permit.site.id)
+            .await?
+            .into_iter()
+            .find(|a| a.id == id && (everyone || a.visible_to(uid)))
+            .ok_or_else(|| ConsoleError::not_found("annotation_not_found", "no such annotation"))?;
+        may_remove(call.permit, note.owner.as_deref())?;
+        store.delete_annotation(&call.permit.site.id, &note).await?;
+        Ok(Removed::new(
+            id,
+            format!("{} annotation removed", kind(note.owner.is_some())),
+        ))
+    }
 }

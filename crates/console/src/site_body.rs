@@ -6,10 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 use tally_core::Millis;
+use tally_core::account::share::Share;
 use tally_core::account::{AuditEntry, Invite, KeyScope, Membership, Role, token};
-use tally_core::deletion::{Deletion, Stage};
-use tally_core::share::Share;
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
+use tally_core::product::deletion::{Deletion, Stage};
 use tally_store::sites::ApiKeyRecord;
 
 /// The public id of a stored credential, invite or link: the first 12 hex
@@ -118,7 +118,7 @@ impl DeletionBody {
         Self {
             id: deletion.site.id.clone(),
             requested_at: deletion.requested_at,
-            sweep_after: deletion.requested_at + tally_core::deletion::GRACE_MS,
+            sweep_after: deletion.requested_at + tally_core::product::deletion::GRACE_MS,
             stage: deletion.stage(now),
             percent: deletion.percent(),
             removed: deletion.removed,
@@ -142,20 +142,6 @@ pub struct SeenBody {
     pub seen: bool,
     /// How many hours were looked at.
     pub hours: u32,
-}
-
-/// `GET sites/{site}/goals`.
-#[derive(Debug, Serialize)]
-pub struct GoalList {
-    /// Goals in id order, as stored.
-    pub goals: Vec<tally_core::goal::Goal>,
-}
-
-/// `GET sites/{site}/funnels`.
-#[derive(Debug, Serialize)]
-pub struct FunnelList {
-    /// Funnels in id order, as stored.
-    pub funnels: Vec<tally_core::funnel::Funnel>,
 }
 
 /// A shared link as listed (never its token).
@@ -196,13 +182,6 @@ impl From<&Share> for ShareItem {
             revoked_at: s.revoked_at,
         }
     }
-}
-
-/// `GET sites/{site}/shares`.
-#[derive(Debug, Serialize)]
-pub struct ShareList {
-    /// The site's links.
-    pub shares: Vec<ShareItem>,
 }
 
 /// `POST sites/{site}/shares`: the link, shown once.
@@ -282,13 +261,6 @@ impl From<&ApiKeyRecord> for KeyItem {
             revoked_at: k.revoked_at,
         }
     }
-}
-
-/// `GET sites/{site}/keys`.
-#[derive(Debug, Serialize)]
-pub struct KeyList {
-    /// The site's keys.
-    pub keys: Vec<KeyItem>,
 }
 
 /// `POST sites/{site}/keys`: the key, shown once.
@@ -376,13 +348,6 @@ impl From<&Invite> for InviteItem {
             by: i.by.clone(),
         }
     }
-}
-
-/// `GET sites/{site}/invites`.
-#[derive(Debug, Serialize)]
-pub struct InviteList {
-    /// The site's live invites.
-    pub invites: Vec<InviteItem>,
 }
 
 /// `POST sites/{site}/invites`: the link, shown once.

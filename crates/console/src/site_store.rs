@@ -6,15 +6,15 @@
 
 use crate::store::{ConsoleStore, Fut};
 use tally_core::Millis;
+use tally_core::account::share::Share;
 use tally_core::account::{AuditEntry, Invite, Membership, User};
-use tally_core::annotation::Annotation;
-use tally_core::conversion::Affiliate;
-use tally_core::deletion::Deletion;
-use tally_core::funnel::Funnel;
-use tally_core::goal::Goal;
-use tally_core::saved_segment::SavedSegment;
-use tally_core::share::Share;
-use tally_core::site::Site;
+use tally_core::engine::funnel::Funnel;
+use tally_core::engine::goal::Goal;
+use tally_core::ingest::site::Site;
+use tally_core::product::annotation::Annotation;
+use tally_core::product::conversion::Affiliate;
+use tally_core::product::deletion::Deletion;
+use tally_core::product::saved_segment::SavedSegment;
 use tally_store::Store;
 use tally_store::accounts::AuditLog;
 use tally_store::sites::ApiKeyRecord;

@@ -20,8 +20,8 @@ use crate::site_store::SiteStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::account::role::InstanceAction;
 use tally_core::account::{Action, AuditAction, Membership, Role};
-use tally_core::deletion::Deletion;
-use tally_core::site::{Site, SiteChange, SiteError, new_site, snippet};
+use tally_core::ingest::site::{Site, SiteChange, SiteError, new_site, snippet};
+use tally_core::product::deletion::Deletion;
 use tally_core::{HOUR_MS, Millis};
 use tally_store::accounts::AuditLog;
 
@@ -238,7 +238,7 @@ pub(crate) async fn write_change<S: SiteStore, T>(
 /// are revoked, its members and invites removed, and the site item gives
 /// way to its deletion record (ingest refuses its events once caches
 /// expire, and the id cannot be taken); the job then removes every item
-/// under the site's partitions ([`tally_core::deletion`]). `202` with where
+/// under the site's partitions ([`tally_core::product::deletion`]). `202` with where
 /// the deletion stands; `GET sites` lists it until it is done.
 pub async fn delete<S: SiteStore>(
     store: &S,

@@ -7,7 +7,7 @@ use tally_core::account::guess::Window;
 use tally_core::account::{
     AuditEntry, InstanceSettings, PasswordReset, PendingLogin, Role, Session, User,
 };
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
 use tally_store::accounts::{AuditLog, SetupRefused};
 use tally_store::{Store, StoreError};
 

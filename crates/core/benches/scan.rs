@@ -1,4 +1,4 @@
-//! The streaming scan ([`tally_core::scan`]) of one busy day (~1.1 M
+//! The streaming scan ([`tally_core::engine::scan`]) of one busy day (~1.1 M
 //! events in ~300,000 visits, `support/day.rs`) for a filtered stats query
 //! (`country==DE`, totals only), on one core:
 //!
@@ -21,11 +21,11 @@ mod day;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use tally_core::aggregate::fold;
-use tally_core::filter::Filter;
-use tally_core::scan::Scan;
-use tally_core::session::sessions;
-use tally_core::zone::Zone;
+use tally_core::engine::aggregate::fold;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::scan::Scan;
+use tally_core::engine::session::sessions;
+use tally_core::time::zone::Zone;
 
 fn scan(c: &mut Criterion) {
     let day = day::Day::new(day::DAY, 1_100_000, 7);

@@ -8,8 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
 use std::time::Instant;
-use tally_core::classify::referrer::{Utm, classify, click_id};
-use tally_core::classify::sources;
+use tally_core::ingest::classify::referrer::{Utm, classify, click_id};
+use tally_core::ingest::classify::sources;
 use url::Url;
 
 /// A page view of `page` from `referrer`, as ingest classifies it: the

@@ -5,14 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
 use std::time::Instant;
-use tally_core::aggregate::{FoldSpec, fold};
-use tally_core::classify::referrer::Channel;
-use tally_core::classify::ua::DeviceType;
-use tally_core::dimension::Dimension;
-use tally_core::event::{Event, Kind};
-use tally_core::filter::Filter;
-use tally_core::session::sessions;
-use tally_core::zone::Zone;
+use tally_core::engine::aggregate::{FoldSpec, fold};
+use tally_core::engine::dimension::Dimension;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::session::sessions;
+use tally_core::ingest::classify::referrer::Channel;
+use tally_core::ingest::classify::ua::DeviceType;
+use tally_core::ingest::event::{Event, Kind};
+use tally_core::time::zone::Zone;
 
 fn main() {
     let pages: Vec<String> = (0..500).map(|i| format!("/docs/page-{i}")).collect();

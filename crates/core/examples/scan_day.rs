@@ -42,16 +42,16 @@ mod day;
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::time::Instant;
-use tally_core::aggregate::fold;
-use tally_core::event::Kind;
-use tally_core::filter::Filter;
-use tally_core::journey::{DayTable, Direction, JourneyQuery, MAX_STEPS};
-use tally_core::rollup::{TRANSITION_ROWS, transitions_query};
-use tally_core::scan::Scan;
-use tally_core::segment::{blocks_of, decode_part, encode_hour, pack};
-use tally_core::session::sessions;
-use tally_core::vitals::Vitals;
-use tally_core::zone::Zone;
+use tally_core::engine::aggregate::fold;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::journey::{DayTable, Direction, JourneyQuery, MAX_STEPS};
+use tally_core::engine::rollup::{TRANSITION_ROWS, transitions_query};
+use tally_core::engine::scan::Scan;
+use tally_core::engine::segment::{blocks_of, decode_part, encode_hour, pack};
+use tally_core::engine::session::sessions;
+use tally_core::ingest::event::Kind;
+use tally_core::ingest::vitals::Vitals;
+use tally_core::time::zone::Zone;
 use tally_core::{DAY_MS, Millis};
 
 /// Calls `each` with every part of the file, one at a time.
@@ -158,7 +158,7 @@ fn main() {
                     "{day}: table of {} pairs ({} bytes stored, answers: {}), {} visits, other {} visits",
                     kept.counts.routes.len(),
                     bytes.len(),
-                    kept.answers(tally_core::journey::DAY_ROWS),
+                    kept.answers(tally_core::engine::journey::DAY_ROWS),
                     kept.counts.total.visits,
                     kept.counts.other.visits
                 );

@@ -3,7 +3,7 @@
 //! | item | pk | sk |
 //! | --- | --- | --- |
 //! | site | `SITES` | `SITE#{site}` |
-//! | site being deleted ([`crate::deletion`]) | `SITES` | `GONE#{site}` |
+//! | site being deleted ([`crate::product::deletion`]) | `SITES` | `GONE#{site}` |
 //! | API key | `SITE#{site}` | `KEY#{sha256(key)}` |
 //! | shared link | `SITE#{site}` | `SHARE#{sha256(token)}` |
 //! | a shared link's password attempts in one minute | `SITE#{site}` | `ATTEMPTS#SHARE#{sha256(token)}#{minute}` |
@@ -45,7 +45,7 @@
 //! other user text that reaches a key (event ids, goal ids, job names) is
 //! escaped with [`escape`], so a `#` in it can never forge a key prefix.
 
-use crate::zone::{format_date, parse_date, utc_date, utc_midnight};
+use crate::time::zone::{format_date, parse_date, utc_date, utc_midnight};
 use crate::{HOUR_MS, MINUTE_MS, Millis};
 use time::Date;
 

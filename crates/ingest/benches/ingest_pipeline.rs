@@ -12,10 +12,10 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::sync::Arc;
-use tally_core::event::{self, Client};
-use tally_core::payload::{self, Limits};
-use tally_core::salt::{Secret, daily_salt};
-use tally_core::site::Site;
+use tally_core::ingest::event::{self, Client};
+use tally_core::ingest::payload::{self, Limits};
+use tally_core::ingest::salt::{Secret, daily_salt};
+use tally_core::ingest::site::Site;
 use tally_ingest::store::IngestStore;
 use tally_store::StoreError;
 use tally_store::clock::ManualClock;
@@ -38,7 +38,7 @@ fn pipeline(c: &mut Criterion) {
         geo: None,
     };
     // Warm the UA parser's lazily compiled tables once, as a warm Lambda has.
-    black_box(tally_core::classify::ua::classify_user_agent(UA));
+    black_box(tally_core::ingest::classify::ua::classify_user_agent(UA));
     c.bench_function("ingest_pipeline/page_view", |b| {
         b.iter(|| {
             let hit = payload::parse(black_box(BODY.as_bytes()), &limits)
@@ -59,7 +59,7 @@ fn pipeline(c: &mut Criterion) {
 /// one does before sending it.
 struct Sink {
     site: Arc<Site>,
-    salt: tally_core::salt::DailySalt,
+    salt: tally_core::ingest::salt::DailySalt,
 }
 
 impl IngestStore for Sink {
@@ -69,13 +69,13 @@ impl IngestStore for Sink {
     async fn site_for_domain(&self, _: &str) -> Result<Option<Arc<Site>>, StoreError> {
         Ok(Some(self.site.clone()))
     }
-    async fn salt(&self, _: time::Date) -> tally_core::salt::DailySalt {
+    async fn salt(&self, _: time::Date) -> tally_core::ingest::salt::DailySalt {
         self.salt.clone()
     }
     async fn put_event(
         &self,
         key: &tally_core::keys::EventKey,
-        event: &tally_core::event::Event,
+        event: &tally_core::ingest::event::Event,
         ttl: Option<i64>,
     ) -> Result<PutOutcome, StoreError> {
         black_box(with_keys(event, key.pk(), key.sk(), ttl)?);
@@ -113,7 +113,7 @@ fn front_doors(c: &mut Criterion) {
         ..tally_ingest::Config::default()
     };
     let clock = ManualClock::at(1_764_460_801_000);
-    black_box(tally_core::classify::ua::classify_user_agent(UA));
+    black_box(tally_core::ingest::classify::ua::classify_user_agent(UA));
     for (name, path, body) in [
         ("ingest_pipeline/collect", "/collect", BODY),
         ("ingest_pipeline/api_event", "/api/event", PLAUSIBLE_BODY),

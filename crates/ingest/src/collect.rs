@@ -9,7 +9,7 @@ use crate::http_util::{error, json};
 use crate::pipeline::{self, Verdict};
 use crate::store::IngestStore;
 use lambda_http::{Body, Request, Response};
-use tally_core::payload;
+use tally_core::ingest::payload;
 use tally_store::clock::Clock;
 
 /// Handles one collect request.

@@ -5,9 +5,9 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tally_core::cardinality::PropCap;
-use tally_core::limit::MinuteBudget;
-use tally_core::payload::Limits;
+use tally_core::ingest::cardinality::PropCap;
+use tally_core::ingest::payload::Limits;
+use tally_core::time::limit::MinuteBudget;
 
 /// Events one client network may send to one site per minute, per instance.
 /// Generous on purpose: an office or a carrier-grade NAT puts many visitors
@@ -56,7 +56,7 @@ pub struct Config {
     /// This instance's budget windows.
     pub budgets: Mutex<MinuteBudget>,
     /// This instance's distinct property keys and values per site this
-    /// hour ([`tally_core::cardinality`]).
+    /// hour ([`tally_core::ingest::cardinality`]).
     pub props: Mutex<PropCap>,
     /// Outcomes since the metrics were last written.
     pub metrics: IngestMetrics,
@@ -88,9 +88,9 @@ pub const DEFAULT_RATE_LIMIT: u32 = 60;
 /// user agent (always checked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BotSignals {
-    /// Hosting and datacenter networks ([`tally_core::classify::network`]).
+    /// Hosting and datacenter networks ([`tally_core::ingest::classify::network`]).
     pub datacenter: bool,
-    /// Header heuristics ([`tally_core::classify::headers`]).
+    /// Header heuristics ([`tally_core::ingest::classify::headers`]).
     pub headers: bool,
     /// Page views a minute per visitor (`None`: unlimited).
     pub rate: Option<u32>,
@@ -132,7 +132,7 @@ pub struct BotTally {
 pub type BotCounts = std::collections::BTreeMap<
     (String, time::Date),
     (
-        std::collections::BTreeMap<tally_core::payload::BotReason, u64>,
+        std::collections::BTreeMap<tally_core::ingest::payload::BotReason, u64>,
         i64,
     ),
 >;
@@ -143,7 +143,7 @@ impl BotTally {
         &self,
         site: &str,
         day: time::Date,
-        reason: tally_core::payload::BotReason,
+        reason: tally_core::ingest::payload::BotReason,
         ttl: i64,
     ) {
         if let Ok(mut s) = self.state.lock() {
@@ -229,7 +229,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             limits: Limits::default(),
-            events_api_limits: tally_core::plausible::limits(),
+            events_api_limits: tally_core::ingest::plausible::limits(),
             cloudfront: None,
             counters: Counters::default(),
             client_budget: Some(DEFAULT_CLIENT_BUDGET),

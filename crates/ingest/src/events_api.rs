@@ -1,6 +1,6 @@
 //! `POST /api/event`: Plausible's Events API, so Plausible's tracker, its
 //! script tags and server-side callers work unchanged. The body is parsed
-//! by `tally_core::plausible` into one hit per named site, each through the
+//! by `tally_core::ingest::plausible` into one hit per named site, each through the
 //! same [`pipeline`](crate::pipeline) as `/collect`.
 //!
 //! Answers, as Plausible's:
@@ -19,8 +19,8 @@ use crate::store::IngestStore;
 use lambda_http::http::StatusCode;
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Request, Response};
-use tally_core::payload::Rejection;
-use tally_core::plausible;
+use tally_core::ingest::payload::Rejection;
+use tally_core::ingest::plausible;
 use tally_store::clock::Clock;
 
 /// Handles one Events API request.

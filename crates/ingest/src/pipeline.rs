@@ -6,13 +6,13 @@
 //! 2. parse: each front door's own parser (`collect`: Tally's payload;
 //!    `events_api`: Plausible's) turns the body into hits;
 //!    then [`forwarded`]: a request carrying the site's proxy secret
-//!    ([`tally_core::proxy`]; the site read from the instance's cache)
+//!    ([`tally_core::ingest::proxy`]; the site read from the instance's cache)
 //!    is counted as the visitor its proxy forwards (`X-Forwarded-For`,
 //!    the forwarded geography); every later step runs on that visitor;
 //! 3. [`screen`]: a bot is dropped before anything is read or hashed, by
-//!    its user agent ([`tally_core::classify::bot`]), its network (a
-//!    hosting or datacenter range: [`tally_core::classify::network`]), its
-//!    headers ([`tally_core::classify::headers`]) or its rate (more page
+//!    its user agent ([`tally_core::ingest::classify::bot`]), its network (a
+//!    hosting or datacenter range: [`tally_core::ingest::classify::network`]), its
+//!    headers ([`tally_core::ingest::classify::headers`]) or its rate (more page
 //!    views a minute than a person makes); the drop is counted per site and
 //!    day by reason ([`count_bot`], written at most once a minute);
 //! 4. [`site_check`]: the site exists (cached), the page and the `Origin`
@@ -24,14 +24,14 @@
 //!    events;
 //! 8. [`build`]: the stored event (every classification done here, once;
 //!    every label neutralised and bounded, the item at most 1 KB:
-//!    [`tally_core::event::build`]);
+//!    [`tally_core::ingest::event::build`]);
 //! 9. [`bytes`]: the item's size taken from the network's and the site's
 //!    minute budgets of stored bytes;
 //! 10. [`fold`]: property keys and values past the site's distinct ones of
-//!     this hour become `(other)` ([`tally_core::cardinality`]);
+//!     this hour become `(other)` ([`tally_core::ingest::cardinality`]);
 //! 11. [`write`]: one conditional PutItem; when DynamoDB still throttles
 //!     its key after the SDK's retries, the site's shard count rises
-//!     ([`IngestStore::throttled`], [`tally_core::shard`]).
+//!     ([`IngestStore::throttled`], [`tally_core::ingest::shard`]).
 //!
 //! A warm instance makes exactly one DynamoDB request per accepted event,
 //! whichever door it came through (plus, at most once a minute, one update
@@ -43,12 +43,12 @@ use crate::store::IngestStore;
 use lambda_http::Request;
 use std::sync::Arc;
 use tally_core::Millis;
-use tally_core::classify::{headers, network};
-use tally_core::event::{self, Client, Event, Geo};
+use tally_core::ingest::classify::{headers, network};
+use tally_core::ingest::event::{self, Client, Event, Geo};
+use tally_core::ingest::payload::{self, BotReason, Drop, Hit, HitKind, Rejection, SiteRef};
+use tally_core::ingest::salt::{DailySalt, network_id};
+use tally_core::ingest::site::Site;
 use tally_core::keys::{EventKey, valid_site_id};
-use tally_core::payload::{self, BotReason, Drop, Hit, HitKind, Rejection, SiteRef};
-use tally_core::salt::{DailySalt, network_id};
-use tally_core::site::Site;
 use tally_lambda::request::{client_ip, header};
 use tally_store::StoreError;
 use tally_store::clock::Clock;
@@ -86,7 +86,7 @@ pub struct Facts<'a> {
     pub headers: headers::RequestHeaders<'a>,
     /// When the request arrived.
     pub now: Millis,
-    /// The proxy secret it presented ([`tally_core::proxy::SECRET_HEADER`]).
+    /// The proxy secret it presented ([`tally_core::ingest::proxy::SECRET_HEADER`]).
     pub proxy_secret: Option<&'a str>,
     /// `X-Forwarded-For`, read only for a proven proxy.
     pub forwarded_for: Option<&'a str>,
@@ -129,10 +129,10 @@ pub fn gather<'a, C: Clock>(request: &'a Request, clock: &C, config: &Config) ->
             city: header(request, "cloudfront-viewer-city"),
         }),
         now: clock.now(),
-        proxy_secret: header(request, tally_core::proxy::SECRET_HEADER),
+        proxy_secret: header(request, tally_core::ingest::proxy::SECRET_HEADER),
         forwarded_for: header(request, "x-forwarded-for"),
-        forwarded_geo: header(request, tally_core::proxy::SECRET_HEADER)
-            .and_then(|_| tally_core::proxy::forwarded_geo(|name| header(request, name))),
+        forwarded_geo: header(request, tally_core::ingest::proxy::SECRET_HEADER)
+            .and_then(|_| tally_core::ingest::proxy::forwarded_geo(|name| header(request, name))),
     }
 }
 
@@ -169,7 +169,7 @@ impl<'a> Facts<'a> {
 }
 
 /// Step 2, last: whether the request is the site's proven proxy
-/// ([`tally_core::proxy::Proxy::proves`]: its secret, from one of its
+/// ([`tally_core::ingest::proxy::Proxy::proves`]: its secret, from one of its
 /// networks when it lists any) and whom it forwards. Anything else (no
 /// secret, a wrong one, no site, no forwarded address) is the request as
 /// it arrived: `X-Forwarded-For` is never read without the proof.
@@ -189,7 +189,7 @@ pub async fn forwarded<S: IngestStore>(
     if !proxy.proves(secret, &facts.ip, facts.now) {
         return None;
     }
-    let ip = tally_core::proxy::forwarded_client(facts.forwarded_for?, proxy)?;
+    let ip = tally_core::ingest::proxy::forwarded_client(facts.forwarded_for?, proxy)?;
     Some(Forwarded {
         ip,
         geo: facts.forwarded_geo.clone(),

@@ -7,7 +7,7 @@
 //!
 //! - The **deployment secret** (`TALLY_SECRET_ARN`; query and console)
 //!   keys the credential tags of API keys, shared links and console
-//!   sessions ([`tally_core::tag`]). Rotating it is one
+//!   sessions ([`tally_core::account::tag`]). Rotating it is one
 //!   `aws secretsmanager put-secret-value`: Secrets Manager moves the old
 //!   value to the `AWSPREVIOUS` stage, and a function accepts tags made
 //!   under it until `TALLY_SECRET_GRACE_DAYS` (default 7) days after the
@@ -30,8 +30,8 @@ use aws_smithy_types::retry::RetryConfig;
 use aws_smithy_types::timeout::TimeoutConfig;
 use std::time::Duration;
 use tally_core::Millis;
-use tally_core::salt::Secret;
-use tally_core::tag::{TagKey, TagKeys};
+use tally_core::account::tag::{TagKey, TagKeys};
+use tally_core::ingest::salt::Secret;
 
 /// Days a rotated-out deployment secret is still accepted, unless
 /// `TALLY_SECRET_GRACE_DAYS` says otherwise.
@@ -300,7 +300,8 @@ pub async fn deployment() -> Result<Option<Deployment>, SecretError> {
         return Err(SecretError::Short("TALLY_SALT_SECRET".to_owned()));
     }
     let previous = var("TALLY_PREVIOUS_SECRET");
-    let until = var("TALLY_PREVIOUS_SECRET_UNTIL").and_then(|d| tally_core::zone::parse_date(&d));
+    let until =
+        var("TALLY_PREVIOUS_SECRET_UNTIL").and_then(|d| tally_core::time::zone::parse_date(&d));
     if previous.is_some() && until.is_none() {
         tracing::warn!(
             "TALLY_PREVIOUS_SECRET without a TALLY_PREVIOUS_SECRET_UNTIL date (YYYY-MM-DD): the previous secret is not accepted"
@@ -308,7 +309,7 @@ pub async fn deployment() -> Result<Option<Deployment>, SecretError> {
     }
     let previous = previous
         .as_deref()
-        .zip(until.map(tally_core::zone::utc_midnight));
+        .zip(until.map(tally_core::time::zone::utc_midnight));
     Ok(Some(deployment_of(&current, previous)))
 }
 

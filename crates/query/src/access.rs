@@ -33,13 +33,14 @@ use lambda_http::{Body, Request, Response};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tally_core::Millis;
+use tally_core::account::auth::{self, AuthError};
+use tally_core::account::share::{self, Share, ShareError};
 use tally_core::account::signin::{self, Claim};
+use tally_core::account::tag::TagVerdict;
 use tally_core::account::{KeyScope, Role, User};
-use tally_core::auth::{self, AuthError};
+use tally_core::ingest::salt;
+use tally_core::ingest::site::Site;
 use tally_core::keys::valid_site_id;
-use tally_core::share::{self, Share, ShareError};
-use tally_core::site::Site;
-use tally_core::tag::TagVerdict;
 
 /// Who reads: the holder of an API key, of a shared link (read-only
 /// reports of one site, narrowed by the link's filter), or a signed-in
@@ -147,7 +148,7 @@ pub(crate) fn describe(
     site: &Site,
     access: &Access,
 ) -> Result<Response<Body>, ApiError> {
-    let format = crate::doors::reports::format(request)?;
+    let format = crate::download::requested_format(request)?;
     let body = AccessBody::of(site, access);
     crate::download::respond_rows(&body, None, format, &site.id, "access")
 }
@@ -335,7 +336,7 @@ pub(crate) async fn authenticate<S: QueryStore>(
 }
 
 /// A presented credential: the hash it is stored under, what its tag
-/// says ([`tally_core::tag::TagKeys::verify`], offline) and what kind it is. Never holds
+/// says ([`tally_core::account::tag::TagKeys::verify`], offline) and what kind it is. Never holds
 /// the credential itself.
 #[derive(Debug, Clone)]
 pub(crate) struct Presented {
@@ -552,7 +553,7 @@ async fn find_share<S: QueryStore>(
     let hash = share::hash_token(token);
     let valid = |record: Option<Share>| {
         record.filter(|r| {
-            r.revoked_at.is_none() && auth::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
+            r.revoked_at.is_none() && salt::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
         })
     };
     if token_site != site_id {
@@ -609,7 +610,7 @@ async fn authorize<S: QueryStore>(
     let hash = auth::hash_key(key);
     let valid_for = |record: Option<tally_store::sites::ApiKeyRecord>| {
         record.is_some_and(|r| {
-            r.revoked_at.is_none() && auth::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
+            r.revoked_at.is_none() && salt::constant_time_eq(r.hash.as_bytes(), hash.as_bytes())
         })
     };
     if key_site != site_id {

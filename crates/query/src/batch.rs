@@ -1,12 +1,12 @@
 //! A batch of typed queries answered: the one path from a door's
 //! [`Query`]s to their [`Answer`]s.
 //!
-//! 1. `tally_core::query::folds` names the folds the batch needs (merged
+//! 1. `tally_core::engine::query::folds` names the folds the batch needs (merged
 //!    where one fold answers several queries);
 //! 2. the folds of each range are folded by one read ([`crate::read`]),
 //!    the ranges (a report's and its comparison's) read side by side, with
 //!    the site's goals loaded once when a fold needs them;
-//! 3. `tally_core::query::answer` answers every query from the folds.
+//! 3. `tally_core::engine::query::answer` answers every query from the folds.
 
 use crate::config::Config;
 use crate::error::ApiError;
@@ -14,12 +14,12 @@ use crate::read::{self, Fold, Request as ReadRequest};
 use crate::store::QueryStore;
 use std::time::Instant;
 use tally_core::Millis;
-use tally_core::goal::Matcher;
-use tally_core::query::{self, Answer, Context, FoldRequest, Folded, Query};
-use tally_core::range::DateRange;
-use tally_core::rollup::{compile_goals, goals_fingerprint};
-use tally_core::site::Site;
-use tally_core::zone::Zone;
+use tally_core::engine::goal::Matcher;
+use tally_core::engine::query::{self, Answer, Context, FoldRequest, Folded, Query};
+use tally_core::engine::range::DateRange;
+use tally_core::engine::rollup::{compile_goals, goals_fingerprint};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::Zone;
 
 /// The site a batch is read for, now, and when its folds must be done.
 pub struct Reader<'a> {
@@ -54,7 +54,7 @@ impl<'a> Reader<'a> {
         let first_day = if self.site.created_at > 0 {
             self.zone.local_date(self.site.created_at)
         } else {
-            self.zone.local_date(tally_core::retention::raw_from(
+            self.zone.local_date(tally_core::time::retention::raw_from(
                 self.now,
                 self.site.retention_days,
             ))

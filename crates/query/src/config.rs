@@ -11,6 +11,12 @@
 use std::time::Duration;
 use tally_core::Millis;
 
+/// The least stored bytes of parts a read gives each window it streams
+/// side by side by default ([`Config::min_window_bytes`]; about 230,000
+/// events, a tenth of a second of one core): a smaller read is one window,
+/// one BatchGetItem.
+pub const MIN_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
+
 /// Failed key checks one client network may make per minute (per instance)
 /// before it is refused with 429: guessing 160-bit keys is hopeless anyway,
 /// this keeps it from costing reads.
@@ -64,12 +70,12 @@ pub struct Config {
     pub min_window_bytes: u64,
     /// This instance's record of failed key checks.
     pub guard: std::sync::Arc<AuthGuard>,
-    /// Verifies credential tags offline (`tally_core::tag`): the
+    /// Verifies credential tags offline (`tally_core::account::tag`): the
     /// deployment secret's keys ([`tally_lambda::secrets::deployment`],
     /// read at cold start: the current secret and, after a rotation, the
     /// previous one until its grace ends); none: every credential goes
     /// through the failed-guess guard, tagged or not.
-    pub tag_keys: Option<tally_core::tag::TagKeys>,
+    pub tag_keys: Option<tally_core::account::tag::TagKeys>,
 }
 
 impl Default for Config {
@@ -77,13 +83,13 @@ impl Default for Config {
         Self {
             use_rollups: true,
             use_segments: true,
-            settle_ms: tally_core::window::DEFAULT_SETTLE_MS,
+            settle_ms: tally_core::engine::window::DEFAULT_SETTLE_MS,
             auth_failures_per_minute: DEFAULT_AUTH_FAILURES_PER_MINUTE,
             share_password_attempts_per_minute: DEFAULT_SHARE_PASSWORD_ATTEMPTS_PER_MINUTE,
             fold_budget: DEFAULT_FOLD_BUDGET,
             read_workers: 0,
             prefetch_bytes: tally_store::detail::PREFETCH_BYTES,
-            min_window_bytes: crate::read::MIN_WINDOW_BYTES,
+            min_window_bytes: MIN_WINDOW_BYTES,
             guard: std::sync::Arc::new(AuthGuard::new()),
             tag_keys: None,
         }
@@ -130,9 +136,9 @@ pub fn windows_for_memory(memory_mb: usize) -> usize {
 /// hash of the network (a per-process random key), never the address.
 #[derive(Debug)]
 pub struct AuthGuard {
-    salt: tally_core::salt::DailySalt,
+    salt: tally_core::ingest::salt::DailySalt,
     /// Key and password checks that failed or are under way.
-    failures: std::sync::Mutex<tally_core::limit::MinuteBudget>,
+    failures: std::sync::Mutex<tally_core::time::limit::MinuteBudget>,
     /// Hashes of keys that passed a check, and when (bounded).
     valid: Recent,
     /// Hashes of tagged credentials that failed a check (revoked, deleted,
@@ -140,9 +146,9 @@ pub struct AuthGuard {
     refused_tagged: Recent,
     /// Reads per shared link (by token hash), and per link and network,
     /// this minute.
-    share_reads: std::sync::Mutex<tally_core::limit::MinuteBudget>,
+    share_reads: std::sync::Mutex<tally_core::time::limit::MinuteBudget>,
     /// Conversions recorded per key (by its hash) this minute.
-    conversions: std::sync::Mutex<tally_core::limit::MinuteBudget>,
+    conversions: std::sync::Mutex<tally_core::time::limit::MinuteBudget>,
 }
 
 /// Why a shared link may not read now.
@@ -173,12 +179,12 @@ impl AuthGuard {
     pub fn new() -> Self {
         let secret = tally_store::salt::random_secret();
         Self {
-            salt: tally_core::salt::daily_salt(&secret, time::Date::MIN),
-            failures: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
+            salt: tally_core::ingest::salt::daily_salt(&secret, time::Date::MIN),
+            failures: std::sync::Mutex::new(tally_core::time::limit::MinuteBudget::new()),
             valid: Recent::default(),
             refused_tagged: Recent::default(),
-            share_reads: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
-            conversions: std::sync::Mutex::new(tally_core::limit::MinuteBudget::new()),
+            share_reads: std::sync::Mutex::new(tally_core::time::limit::MinuteBudget::new()),
+            conversions: std::sync::Mutex::new(tally_core::time::limit::MinuteBudget::new()),
         }
     }
 
@@ -237,7 +243,7 @@ impl AuthGuard {
     }
 
     fn key(&self, ip: &str) -> String {
-        tally_core::salt::network_id(&self.salt, ip)
+        tally_core::ingest::salt::network_id(&self.salt, ip)
     }
 
     /// Takes one key or password check for the client's network before

@@ -1,6 +1,6 @@
 //! Reports as files, rendered from the typed body (never from JSON just
 //! written): `format=csv` (or `Accept: text/csv`) writes a report's rows
-//! as CSV (`tally_core::query::tally::body::Body::csv`); `format=zip` on
+//! as CSV (`tally_core::engine::query::tally::body::Body::csv`); `format=zip` on
 //! the dashboard gives one ZIP of its panels' CSVs (`Body::panels`: totals,
 //! the series, every breakdown and property), what the dashboard's
 //! Download button saves.
@@ -20,10 +20,10 @@ use lambda_http::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, HeaderValue};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::io::Write;
-use tally_core::export::{Cell, Record, table_csv};
-use tally_core::query::ParseError;
-use tally_core::query::tally::Format;
-use tally_core::query::tally::body::{Body as Report, Panel};
+use tally_core::engine::export::{Cell, Record, table_csv};
+use tally_core::engine::query::ParseError;
+use tally_core::engine::query::tally::Format;
+use tally_core::engine::query::tally::body::{Body as Report, Panel};
 
 fn file_response(body: Body, content_type: &'static str, name: &str) -> Response<Body> {
     let mut response = Response::new(body);
@@ -34,6 +34,15 @@ fn file_response(body: Body, content_type: &'static str, name: &str) -> Response
     }
     h.insert("cache-control", HeaderValue::from_static("no-store"));
     response
+}
+
+/// The format a request asks for: `format=`, else its `Accept` header.
+pub(crate) fn requested_format(request: &lambda_http::Request) -> Result<Format, ApiError> {
+    let asked = url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == "format")
+        .map(|(_, v)| v.into_owned());
+    let accept = tally_lambda::request::header(request, "accept");
+    Ok(Format::parse(asked.as_deref(), accept)?)
 }
 
 /// The longest part of a file name made from a report's name or a

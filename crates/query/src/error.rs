@@ -1,14 +1,14 @@
 //! The one place API errors become responses, and JSON bodies become
 //! responses: every body is a typed `Serialize` value ([`ErrorBody`],
-//! [`PlausibleErrorBody`], the doors' bodies from `tally_core::query`).
+//! [`PlausibleErrorBody`], the doors' bodies from `tally_core::engine::query`).
 
 use lambda_http::http::header::{CONTENT_TYPE, HeaderValue};
 use lambda_http::{Body, Response};
 use serde::Serialize;
-use tally_core::auth::AuthError;
-use tally_core::query::ParseError;
-use tally_core::query::tally::body::json_text;
-use tally_core::share::ShareError;
+use tally_core::account::auth::AuthError;
+use tally_core::account::share::ShareError;
+use tally_core::engine::query::ParseError;
+use tally_core::engine::query::tally::body::json_text;
 use tally_store::StoreError;
 
 /// An API error: status, machine code, human message.

@@ -37,7 +37,7 @@
 //! (`GET /api/v1/stats/…`) are [`doors::plausible`], with API keys only.
 //! Every other method is refused (405): the function only reads, besides
 //! a link's `unlock` and a trusted conversion. Every door parses into
-//! typed queries (`tally_core::query`), answers them through one
+//! typed queries (`tally_core::engine::query`), answers them through one
 //! [`batch`] (reads by [`read`]: day rollups for the settled days they
 //! answer, segments for compacted hours, raw events for the rest;
 //! `meta.sources` and `meta.warnings` say which), and renders typed bodies
@@ -64,7 +64,9 @@ pub use crate::config::{
     AuthGuard, Config, SHARE_LINK_REQUESTS_PER_MINUTE, SHARE_REQUESTS_PER_MINUTE,
 };
 pub use crate::page::{DASHBOARD, dashboard_response};
-pub use tally_core::query::tally::{DASHBOARD_DIMENSIONS, DASHBOARD_LIMIT, DASHBOARD_PROPS};
+pub use tally_core::engine::query::tally::{
+    DASHBOARD_DIMENSIONS, DASHBOARD_LIMIT, DASHBOARD_PROPS,
+};
 
 use crate::access::Readers;
 use crate::batch::Reader;
@@ -74,8 +76,8 @@ use crate::store::QueryStore;
 use lambda_http::http::header::HeaderValue;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
-use tally_core::query::tally::Endpoint;
-use tally_core::query::tally::journeys::Which;
+use tally_core::engine::query::tally::Endpoint;
+use tally_core::engine::query::tally::journeys::Which;
 use tally_store::clock::Clock;
 
 /// Handles one request with the default configuration.

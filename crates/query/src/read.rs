@@ -1,4 +1,4 @@
-//! One read: the plan `tally_core::plan` makes, carried out for a batch of
+//! One read: the plan `tally_core::engine::plan` makes, carried out for a batch of
 //! folds in one pass over the stored events.
 //!
 //! # The API
@@ -23,7 +23,7 @@
 //! [`Read::warnings`]). Folds of different filters, dimensions or buckets
 //! share one read: a report and its conversion-rate base, a dashboard's
 //! panels, a typed query's parts. The typed query model's
-//! `tally_core::query::fold::FoldRequest`s of one range are folds of one
+//! `tally_core::engine::query::fold::FoldRequest`s of one range are folds of one
 //! read (`Fold::from`), and [`Read::into_folded`] gives its `Folded`
 //! answers; [`Bucket`] and [`Buckets`] are that model's.
 //!
@@ -45,18 +45,18 @@
 //!    manifests of the range are read together: two Queries.
 //! 2. The plan picks each day's source: rollup → segments → raw.
 //! 3. The days read from events are split into windows of whole days
-//!    ([`tally_core::plan::Plan::split`], one per core:
+//!    ([`tally_core::engine::plan::Plan::split`], one per core:
 //!    [`Config::read_workers`]), streamed side by side
 //!    (`tally_store::detail`): each window's segment parts (a few
 //!    BatchGetItems ahead, within [`Config::prefetch_bytes`]) and raw hours
 //!    are fetched in hour order while a worker on the blocking pool pushes
-//!    them into one [`Scan`] per fold ([`tally_core::stream::run`]), so the
+//!    them into one [`Scan`] per fold ([`tally_core::engine::stream::run`]), so the
 //!    events are never held: memory is one day's working set per worker,
 //!    whatever the range.
 //! 4. The windows' answers are merged (visitors are per day, so adding days
 //!    is exact), then the rollup days added. A part that could not be read
 //!    sent its hours raw, or left its days out with a `segment_unreadable`
-//!    warning ([`tally_core::plan::Plan::fall_back`], applied once to the
+//!    warning ([`tally_core::engine::plan::Plan::fall_back`], applied once to the
 //!    whole plan).
 //!
 //! # Limits
@@ -72,20 +72,20 @@ use crate::store::QueryStore;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
-use tally_core::aggregate::{Aggregate, FoldSpec};
-use tally_core::dimension::Dimension;
-use tally_core::filter::Filter;
-use tally_core::funnel::{Mode, Step, StepCounts};
-use tally_core::goal::Matcher;
-use tally_core::journey::{DayTable, JourneyCounts, JourneyQuery};
-use tally_core::plan::{self, Inputs, Plan, RollupFit, Warning};
-use tally_core::query::fold::{FoldRequest, Folded, Props as FoldProps, Sources};
-use tally_core::range::DateRange;
-use tally_core::rollup::RollupSource;
-use tally_core::scan::{self, FunnelSpec, PropUse, Scan, ScanSpec, TopProps};
-use tally_core::site::Site;
-use tally_core::stream::DayIndex;
-use tally_core::zone::Zone;
+use tally_core::engine::aggregate::{Aggregate, FoldSpec};
+use tally_core::engine::dimension::Dimension;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::funnel::{Mode, Step, StepCounts};
+use tally_core::engine::goal::Matcher;
+use tally_core::engine::journey::{DayTable, JourneyCounts, JourneyQuery};
+use tally_core::engine::plan::{self, Inputs, Plan, RollupFit, Warning};
+use tally_core::engine::query::fold::{FoldRequest, Folded, Props as FoldProps, Sources};
+use tally_core::engine::range::DateRange;
+use tally_core::engine::rollup::RollupSource;
+use tally_core::engine::scan::{self, FunnelSpec, PropUse, Scan, ScanSpec, TopProps};
+use tally_core::engine::stream::DayIndex;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::Zone;
 use tally_core::{HOUR_MS, Millis};
 use tally_store::detail::{Feed, StreamError, StreamLimits};
 use time::Date;
@@ -122,7 +122,7 @@ pub enum Props<'a> {
     Top(usize),
 }
 
-pub use tally_core::query::fold::{Bucket, Buckets};
+pub use tally_core::engine::query::fold::{Bucket, Buckets};
 
 /// One fold of a read (see the module docs).
 #[derive(Debug, Clone, Copy)]
@@ -143,7 +143,7 @@ pub struct Fold<'a> {
     /// [`Answer::journey`].
     pub journey: Option<&'a JourneyQuery>,
     /// Whether Web Vitals figures are asked: a day rolled up before vitals
-    /// is read from events ([`tally_core::rollup::answers_vitals`]).
+    /// is read from events ([`tally_core::engine::rollup::answers_vitals`]).
     pub vitals: bool,
 }
 
@@ -173,9 +173,9 @@ impl<'a> Fold<'a> {
     }
 
     /// Whether day rollups can answer it: core's one rule,
-    /// [`tally_core::query::fold::rollups_fit`].
+    /// [`tally_core::engine::query::fold::rollups_fit`].
     pub fn rollups_answer(&self) -> bool {
-        tally_core::query::fold::rollups_fit(
+        tally_core::engine::query::fold::rollups_fit(
             self.dims,
             self.filter,
             self.buckets,
@@ -254,18 +254,12 @@ pub struct Streamed {
     /// share are counted by both).
     pub events: u64,
     /// The most one window's scans held at once (field by field).
-    pub most_held: tally_core::scan::Held,
+    pub most_held: tally_core::engine::scan::Held,
 }
 
 /// Property keys folded per stream for [`Props::Top`] (the keys rollups
 /// keep a day): the most used keys of the range are chosen among them.
-pub const TOP_PROPS_CAP: usize = tally_core::rollup::MAX_ROLLUP_PROPS;
-
-/// The least stored bytes of parts a read gives each window it streams
-/// side by side by default ([`Config::min_window_bytes`]; about 230,000
-/// events, a tenth of a second of one core): a smaller read is one window,
-/// one BatchGetItem.
-pub const MIN_WINDOW_BYTES: u64 = 2 * 1024 * 1024;
+pub const TOP_PROPS_CAP: usize = tally_core::engine::rollup::MAX_ROLLUP_PROPS;
 
 /// Reads a range once for every fold of `folds` (see the module docs).
 pub async fn read<S: QueryStore>(
@@ -372,7 +366,7 @@ pub async fn read<S: QueryStore>(
         most_held: windows
             .iter()
             .map(|w| w.outcome.most_held)
-            .fold(Default::default(), tally_core::stream::max_held),
+            .fold(Default::default(), tally_core::engine::stream::max_held),
     };
     let answers = merge(r, folds, windows, &rollups, &tables);
     Ok(Read {
@@ -531,7 +525,7 @@ impl OwnedFold {
 /// What one window answered.
 struct Window {
     answers: Vec<scan::Answer<Bucket>>,
-    outcome: tally_core::stream::Outcome,
+    outcome: tally_core::engine::stream::Outcome,
 }
 
 impl Job {
@@ -580,7 +574,7 @@ impl Job {
                 }
             })
             .collect();
-        let outcome = tally_core::stream::run(&mut plan, &mut scans, feed)?;
+        let outcome = tally_core::engine::stream::run(&mut plan, &mut scans, feed)?;
         Ok(Window {
             answers: scans.into_iter().map(Scan::finish).collect(),
             outcome,
@@ -873,7 +867,7 @@ async fn read_rollups<S: QueryStore>(
             // (A dimension the rollup lacks, computed before it existed,
             // is read from events too, and so are Web Vitals of a day
             // rolled up before vitals, which holds none.)
-            let stale = (needs.vitals && !tally_core::rollup::answers_vitals(day.version))
+            let stale = (needs.vitals && !tally_core::engine::rollup::answers_vitals(day.version))
                 || (needs.dims.contains(&Dimension::Goal) && day.goals_fp != r.goals_fp)
                 || needs
                     .dims
@@ -902,8 +896,8 @@ async fn read_rollups<S: QueryStore>(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use tally_core::aggregate::Metrics;
-    use tally_core::filter::NONE_VALUE;
+    use tally_core::engine::aggregate::Metrics;
+    use tally_core::engine::filter::NONE_VALUE;
     use time::macros::date;
 
     #[test]

@@ -2,11 +2,11 @@
 //!
 //! Per site with alert settings ([`tally_store::alerts`]), top to bottom:
 //! 1. **retries**: deliveries of the last [`RETRY_WINDOW_MS`] whose next
-//!    attempt is due ([`tally_core::alert::retry_delay`]: 1 min, 5 min,
+//!    attempt is due ([`tally_core::product::alert::retry_delay`]: 1 min, 5 min,
 //!    30 min, 2 h after the failures, so in practice the next hourly run)
 //!    are attempted again; a channel since removed is given up;
 //! 2. **judge** (alerts on): the sealed hour
-//!    ([`tally_core::alert::sealed_hour`]) and its baseline hours
+//!    ([`tally_core::product::alert::sealed_hour`]) and its baseline hours
 //!    ([`sample_hours`]: the same local hour of week in the 8 weeks
 //!    before) are counted through the query function's own reader, one
 //!    query per hour: **visitors** of the visits started in that hour (an
@@ -28,15 +28,15 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
-use tally_core::alert::{
+use tally_core::engine::filter::Filter;
+use tally_core::engine::query::{Convention, Figure, Metric, Query};
+use tally_core::engine::range::DateRange;
+use tally_core::ingest::site::Site;
+use tally_core::product::alert::{
     Alert, AlertSettings, Channel, DeliveryRecord, SIGNATURE_HEADER, SlackBody, WebhookBody,
     evaluate, sample_hours, sealed_hour, sign_webhook,
 };
-use tally_core::filter::Filter;
-use tally_core::query::{Convention, Figure, Metric, Query};
-use tally_core::range::DateRange;
-use tally_core::report_mail::token::recipient_hash;
-use tally_core::site::Site;
+use tally_core::product::report_mail::token::recipient_hash;
 use tally_core::{HOUR_MS, Millis};
 use tally_mail::{Mailer, Message};
 use tally_query::batch::Reader;
@@ -341,7 +341,7 @@ async fn send_mail(
     if settings.emails.is_empty() {
         return (None, false);
     }
-    let mail = tally_core::alert::email(&site.id, alert, &site.zone(), dashboard);
+    let mail = tally_core::product::alert::email(&site.id, alert, &site.zone(), dashboard);
     for to in &settings.emails {
         let hash = recipient_hash(to);
         if delivery.sent_to.contains(&hash) {

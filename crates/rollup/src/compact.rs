@@ -1,5 +1,5 @@
 //! Compaction, the job's first step for a site: sealed raw hours become
-//! segments ([`tally_core::segment`]), as [`tally_core::compaction::due`]
+//! segments ([`tally_core::engine::segment`]), as [`tally_core::engine::compaction::due`]
 //! decides.
 //!
 //! - **Refresh**: the sealed hours of an open UTC day are read raw and
@@ -37,23 +37,23 @@
 //! a repair ([`compact_days_with`] with [`Shrink::Allow`], `tally rollup
 //! --repair`) writes the smaller hour.
 //!
-//! **Memory**: hours are read in waves ([`tally_core::compaction::waves`])
+//! **Memory**: hours are read in waves ([`tally_core::engine::compaction::waves`])
 //! whose expected events (the manifests' counts) add up to at most
-//! [`tally_core::compaction::EVENTS_AT_ONCE`]; a busier hour is read alone.
+//! [`tally_core::engine::compaction::EVENTS_AT_ONCE`]; a busier hour is read alone.
 //! One unit of work that fails (an unreadable item, say) is reported for
 //! its day and the site's other days go on ([`compact_site`]).
 
 use crate::{FailedDay, Step};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use tally_core::compaction::{self, EVENTS_AT_ONCE, Settings, Work};
-use tally_core::retention::segment_ttl;
-use tally_core::segment::{
+use tally_core::engine::compaction::{self, EVENTS_AT_ONCE, Settings, Work};
+use tally_core::engine::segment::{
     Block, HourBlocks, HourEntry, Manifest, Part, PartRef, blocks_of, encode_hour, hash_label,
     hour_label, pack,
 };
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::retention::segment_ttl;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{HOUR_MS, Millis};
 use tally_store::segments::ManifestWrite;
 use tally_store::{Store, StoreError};
@@ -130,7 +130,7 @@ pub async fn compact_site(
         created_at: site.created_at,
         retention_days: site.retention_days,
         trailing_days,
-        backfill_days: tally_core::compaction::DEFAULT_BACKFILL_DAYS,
+        backfill_days: tally_core::engine::compaction::DEFAULT_BACKFILL_DAYS,
     };
     let (from, to) = compaction::lookback(&settings);
     let mut manifests = store
@@ -205,8 +205,12 @@ pub async fn compact_days_with(
         created_at: site.created_at,
         retention_days: site.retention_days,
         // Every day of the backfill is treated as recent: verified.
-        trailing_days: u32::try_from((tally_core::zone::utc_date(now) - from).whole_days().max(0))
-            .unwrap_or(u32::MAX),
+        trailing_days: u32::try_from(
+            (tally_core::time::zone::utc_date(now) - from)
+                .whole_days()
+                .max(0),
+        )
+        .unwrap_or(u32::MAX),
         backfill_days: u32::MAX,
     };
     let mut manifests = store.manifests(&site.id, from, to, now).await?;

@@ -1,10 +1,10 @@
 //! Step 5 of a scheduled run: sweeping the sites being deleted
-//! ([`tally_core::deletion`]), each from its saved cursor, until the run's
+//! ([`tally_core::product::deletion`]), each from its saved cursor, until the run's
 //! time budget ends; a deletion is ended (its id free again) only once
 //! every partition of its site is empty.
 
 use std::time::Instant;
-use tally_core::deletion::Deletion;
+use tally_core::product::deletion::Deletion;
 use tally_core::{HOUR_MS, Millis};
 use tally_store::{Store, StoreError};
 

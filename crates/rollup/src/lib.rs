@@ -26,9 +26,9 @@
 //! rollups are pure functions of raw events, so re-running changes nothing.
 //!
 //! Memory: compaction reads hours in waves of at most
-//! [`tally_core::compaction::EVENTS_AT_ONCE`] expected events; rollups
+//! [`tally_core::engine::compaction::EVENTS_AT_ONCE`] expected events; rollups
 //! stream consecutive days, in batches of at most [`JobConfig::roll_events`]
-//! events ([`tally_core::rollup::day_batches`]), hour by hour through one
+//! events ([`tally_core::engine::rollup::day_batches`]), hour by hour through one
 //! scan, so they hold one day's working set, not its events
 //! (BENCHMARKS.md, "The job's memory").
 
@@ -48,19 +48,19 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
-use tally_core::goal::Matcher;
-use tally_core::plan::Plan;
-use tally_core::plan::{self, Inputs, RollupFit};
-use tally_core::range::DateRange;
-use tally_core::rollup::{
+use tally_core::engine::goal::Matcher;
+use tally_core::engine::plan::Plan;
+use tally_core::engine::plan::{self, Inputs, RollupFit};
+use tally_core::engine::range::DateRange;
+use tally_core::engine::rollup::{
     DEFAULT_TOP_N, DimsCut, ROLL_EVENTS_AT_ONCE, RollupSource, TRANSITION_ROWS, compile_goals,
     day_batches, goals_fingerprint, roll_answer, roll_tables, scan_spec, transitions_query,
 };
-use tally_core::scan::Scan;
-use tally_core::site::Site;
-use tally_core::stream::DayIndex;
-use tally_core::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
-use tally_core::zone::{Zone, utc_date, utc_midnight};
+use tally_core::engine::scan::Scan;
+use tally_core::engine::stream::DayIndex;
+use tally_core::engine::window::{DEFAULT_SETTLE_MS, is_complete, is_settled};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_date, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, Millis};
 use tally_store::detail::{Feed, StreamError, StreamLimits};
 use tally_store::rollups::{RollupMeta, RollupWrite};
@@ -105,7 +105,7 @@ pub struct JobConfig {
     /// Only these days (a backfill); `None` for the scheduled behaviour.
     pub days: Option<DateRange>,
     /// Writes a second one partition key takes, for the shard plan
-    /// ([`tally_core::shard::planned`]).
+    /// ([`tally_core::ingest::shard::planned`]).
     pub partition_writes: u32,
     /// Most settled days a site rolls up per run beyond the trailing window
     /// (gaps, stale goals, days written before the DIMS item came first),
@@ -114,7 +114,7 @@ pub struct JobConfig {
     /// Events read and folded at once ([`day_batches`]).
     pub roll_events: u64,
     /// Pairs a day's transitions table keeps
-    /// ([`tally_core::rollup::TRANSITION_ROWS`]; fewer in tests: a table
+    /// ([`tally_core::engine::rollup::TRANSITION_ROWS`]; fewer in tests: a table
     /// cut below what a question keeps a day does not answer it).
     pub transition_rows: usize,
 }
@@ -131,7 +131,7 @@ impl Default for JobConfig {
             max_sites: None,
             site: None,
             days: None,
-            partition_writes: tally_core::shard::PARTITION_WRITES,
+            partition_writes: tally_core::ingest::shard::PARTITION_WRITES,
             fill_days: 31,
             roll_events: ROLL_EVENTS_AT_ONCE,
             transition_rows: TRANSITION_ROWS,
@@ -437,7 +437,7 @@ pub struct Stored {
     /// written before that order) the DIMS item may be missing.
     pub dims: bool,
     /// It has a transitions table of the current
-    /// [`tally_core::journey::TRANSITIONS_VERSION`].
+    /// [`tally_core::engine::journey::TRANSITIONS_VERSION`].
     pub transitions: bool,
 }
 
@@ -538,7 +538,7 @@ pub async fn repair(
 }
 
 /// Plans a site's shard count at `now` from its busiest compacted hour of
-/// the last day ([`tally_core::shard::planned`]): a consistent read of the
+/// the last day ([`tally_core::ingest::shard::planned`]): a consistent read of the
 /// site, one query of two manifests, and a conditional update when the
 /// count changes (conditional on the version read, so a change ingest made
 /// meanwhile is never undone).
@@ -565,18 +565,19 @@ pub async fn reshard_site(
         })
         .max()
         .unwrap_or(0);
-    if tally_core::shard::over_ceiling(busiest, partition_writes) {
+    if tally_core::ingest::shard::over_ceiling(busiest, partition_writes) {
         // The peak would need more shards than an automatic change sets:
         // only an operator raises the site's base count past it.
         tracing::warn!(
             site = %site.id,
             busiest,
-            ceiling = tally_core::shard::AUTO_MAX_SHARDS,
-            reason = tally_core::shard::Held::Ceiling.reason(),
+            ceiling = tally_core::ingest::shard::AUTO_MAX_SHARDS,
+            reason = tally_core::ingest::shard::Held::Ceiling.reason(),
             "site's shard plan held at the automatic ceiling"
         );
     }
-    let Some(change) = tally_core::shard::planned(&site, now, busiest, partition_writes) else {
+    let Some(change) = tally_core::ingest::shard::planned(&site, now, busiest, partition_writes)
+    else {
         return Ok(None);
     };
     let changed = store
@@ -632,7 +633,7 @@ pub async fn rollup_site(
             source: s.source,
             goals_current: s.goals_fp == fold.fp,
             dims: s.dims,
-            transitions: s.transitions == tally_core::journey::TRANSITIONS_VERSION,
+            transitions: s.transitions == tally_core::engine::journey::TRANSITIONS_VERSION,
         })
     });
     let mut report = SiteReport::default();
@@ -733,7 +734,7 @@ async fn roll_batch(
     store: &Store,
     fold: &Fold<'_>,
     run: &[Date],
-    manifests: &std::collections::BTreeMap<Date, tally_core::segment::Manifest>,
+    manifests: &std::collections::BTreeMap<Date, tally_core::engine::segment::Manifest>,
     report: &mut SiteReport,
     lost: &mut Vec<Date>,
 ) -> Result<(), StreamError> {
@@ -757,13 +758,13 @@ async fn roll_batch(
     let pairs = fold.config.transition_rows;
     let work = move |mut plan: Plan, feed: &mut Feed| {
         let days = DayIndex::new(&zone, plan.days.keys().copied());
-        let filter = tally_core::filter::Filter::default();
+        let filter = tally_core::engine::filter::Filter::default();
         // The day's aggregate and its transitions table: one scan.
         let mut scan = Scan::new(&zone, scan_spec(&goals, &filter, top_n), |start| {
             days.of(start)
         })
         .follow_days(&transitions_query(pairs));
-        let outcome = tally_core::stream::run(&mut plan, &mut scan, feed)?;
+        let outcome = tally_core::engine::stream::run(&mut plan, &mut scan, feed)?;
         Ok::<_, StreamError>((scan.finish(), outcome, plan))
     };
     let streamed = store
@@ -813,7 +814,7 @@ async fn roll_batch(
 fn plan_of(
     fold: &Fold<'_>,
     range: DateRange,
-    manifests: &std::collections::BTreeMap<Date, tally_core::segment::Manifest>,
+    manifests: &std::collections::BTreeMap<Date, tally_core::engine::segment::Manifest>,
 ) -> plan::Plan {
     plan::plan(&Inputs {
         zone: &fold.zone,
@@ -865,14 +866,14 @@ mod tests {
 
     #[test]
     fn runs_at_twenty_past_once_the_last_hour_is_sealed() {
-        let midnight = tally_core::zone::utc_midnight(date!(2026 - 11 - 30));
+        let midnight = tally_core::time::zone::utc_midnight(date!(2026 - 11 - 30));
         let minute = tally_core::MINUTE_MS;
         assert_eq!(until_next_run(midnight), 20 * minute as u64);
         assert_eq!(until_next_run(midnight + 20 * minute), HOUR_MS as u64);
         assert_eq!(until_next_run(midnight + 21 * minute), 59 * minute as u64);
         // The hour that ended at the run's full hour is sealed at the run.
         let run = midnight + HOUR_MS + 20 * minute;
-        assert!(tally_core::retention::is_sealed(midnight, run));
+        assert!(tally_core::time::retention::is_sealed(midnight, run));
     }
 
     #[test]
@@ -891,7 +892,7 @@ mod tests {
     fn rolls_the_trailing_window_and_fills_gaps_but_not_imported_days() {
         let mut site = Site::new("s", &["example.com".into()], "UTC", 0).unwrap();
         site.retention_days = 10;
-        let now = tally_core::zone::utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
+        let now = tally_core::time::zone::utc_midnight(date!(2026 - 11 - 30)) + 12 * HOUR_MS;
         let config = JobConfig::default();
         let imported = date!(2026 - 11 - 25);
         let rolled = date!(2026 - 11 - 24);

@@ -1,7 +1,7 @@
 //! Step 3 of the scheduled job: email reports (issue 23).
 //!
 //! Per site with subscriptions: the reports due at the run's instant in
-//! the site's zone ([`tally_core::report_mail::due_reports`], from the
+//! the site's zone ([`tally_core::product::report_mail::due_reports`], from the
 //! subscriptions and the send marks already written), one read per
 //! (kind, period) through the query function's own reader (the dashboard
 //! request `period=custom&from&to&compare=previous&interval=day&
@@ -23,9 +23,11 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 use tally_core::Millis;
-use tally_core::range::DateRange;
-use tally_core::report_mail::{Due, Kind, SendState, due_reports, render_report, sign_unsubscribe};
-use tally_core::site::Site;
+use tally_core::engine::range::DateRange;
+use tally_core::ingest::site::Site;
+use tally_core::product::report_mail::{
+    Due, Kind, SendState, due_reports, render_report, sign_unsubscribe,
+};
 use tally_mail::{MailError, Mailer, Message};
 use tally_query::batch::Reader;
 use tally_query::store::DynamoQuery;
@@ -67,8 +69,8 @@ pub struct ReportsReport {
 pub fn report_params(period: DateRange) -> std::collections::BTreeMap<String, String> {
     [
         ("period", "custom".to_owned()),
-        ("from", tally_core::zone::format_date(period.from)),
-        ("to", tally_core::zone::format_date(period.to)),
+        ("from", tally_core::time::zone::format_date(period.from)),
+        ("to", tally_core::time::zone::format_date(period.to)),
         ("compare", "previous".to_owned()),
         ("interval", "day".to_owned()),
         ("dimensions", "page,source,goal".to_owned()),
@@ -86,9 +88,9 @@ pub async fn read_dashboard(
     site: &Site,
     period: DateRange,
     now: Millis,
-) -> Result<tally_core::query::tally::body::DashboardBody, String> {
-    use tally_core::query::tally::body::{self, Body};
-    use tally_core::query::tally::{self, Endpoint};
+) -> Result<tally_core::engine::query::tally::body::DashboardBody, String> {
+    use tally_core::engine::query::tally::body::{self, Body};
+    use tally_core::engine::query::tally::{self, Endpoint};
     let config = tally_query::Config::default();
     let reader = Reader {
         deadline: Instant::now() + std::time::Duration::from_secs(120),
@@ -186,12 +188,12 @@ async fn send_site(
     let today = zone.local_date(now);
     for (sk, mark) in &marks {
         let current = Kind::ALL.iter().any(|k| {
-            let p = tally_core::report_mail::period_for(*k, today);
+            let p = tally_core::product::report_mail::period_for(*k, today);
             sk.starts_with(&format!(
                 "{}{}#{}#",
                 tally_store::reports::MARK_PREFIX,
                 k.as_str(),
-                tally_core::zone::format_date(p.from)
+                tally_core::time::zone::format_date(p.from)
             ))
         });
         if current && mark.state == SendState::Sending && now - mark.at >= SENDING_STALE_MS {
@@ -231,7 +233,7 @@ async fn send_one(
     store: &Store,
     site: &Site,
     due: &Due,
-    body: &tally_core::query::tally::body::DashboardBody,
+    body: &tally_core::engine::query::tally::body::DashboardBody,
     secret: &[u8],
     now: Millis,
     job: &ReportJob<'_>,

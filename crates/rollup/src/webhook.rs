@@ -4,11 +4,11 @@
 //! gains no second TLS or HTTP implementation. HTTP/1.1, no redirects
 //! followed, a connect timeout and a timeout on the whole exchange; only
 //! the status is read, never the body. Plain `http` is only ever reached
-//! for URLs `tally_core::alert::check_url` let through (this machine, in
+//! for URLs `tally_core::product::alert::check_url` let through (this machine, in
 //! `tally dev` and tests).
 //!
 //! Nothing inside is reached (issue 29, item 2): the host is checked again
-//! at connect time (`tally_core::outbound::check_host`, an address literal
+//! at connect time (`tally_core::product::outbound::check_host`, an address literal
 //! by `special_purpose`), its name is resolved once by [`Guarded`], which
 //! refuses the whole answer when any address in it is internal or
 //! special-purpose, and the connector connects to the addresses that
@@ -29,7 +29,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tally_core::outbound::{check_host, special_purpose};
+use tally_core::product::outbound::{check_host, special_purpose};
 
 /// How long a connection may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -19,7 +19,8 @@ async fn the_bootstrap_runs_the_scheduled_event() {
     tally_store::table::ensure_table(store.client(), "tally")
         .await
         .unwrap();
-    let site = tally_core::site::Site::new("boot", &["boot.example".into()], "UTC", 0).unwrap();
+    let site =
+        tally_core::ingest::site::Site::new("boot", &["boot.example".into()], "UTC", 0).unwrap();
     store.create_site(&site).await.unwrap();
 
     let event = std::fs::read_to_string(concat!(

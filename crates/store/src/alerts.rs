@@ -11,7 +11,7 @@
 //! An alert is written with `attribute_not_exists(pk)` before anything is
 //! sent: whoever writes it first delivers, and a rerun for the same hour
 //! finds it and sends nothing. A delivery holds its attempts (at most
-//! five: the first and [`tally_core::alert::RETRY_DELAYS_MS`]' four) and
+//! five: the first and [`tally_core::product::alert::RETRY_DELAYS_MS`]' four) and
 //! when the next is due; reads take a bounded range of hours.
 
 use crate::Store;
@@ -20,8 +20,8 @@ use crate::item::{from_item, with_keys};
 use crate::query::SortKeys;
 use serde::{Deserialize, Serialize};
 use tally_core::Millis;
-use tally_core::alert::{Alert, AlertSettings, Channel, DeliveryRecord};
 use tally_core::keys::site_pk;
+use tally_core::product::alert::{Alert, AlertSettings, Channel, DeliveryRecord};
 
 /// Sort key of a site's alert settings.
 pub const SETTINGS_SK: &str = "ALERTCONF";

@@ -1,6 +1,6 @@
 //! A site's bots-blocked counts: `SITE#{site}` / `BOTS#{YYYY-MM-DD}` (the
 //! site-local day), one number attribute per reason
-//! ([`tally_core::payload::BotReason`]: `user_agent`, `datacenter`,
+//! ([`tally_core::ingest::payload::BotReason`]: `user_agent`, `datacenter`,
 //! `headers`, `rate`), added to with `ADD` (ingest batches its counts per
 //! instance and writes at most one update per site and day a minute) and
 //! read by one Query between two keys. Counts only: nothing about a bot.
@@ -11,8 +11,8 @@ use crate::item::key;
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::BTreeMap;
+use tally_core::ingest::payload::BotReason;
 use tally_core::keys;
-use tally_core::payload::BotReason;
 use time::Date;
 
 /// One day's counts by reason (reasons never counted are absent).

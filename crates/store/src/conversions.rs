@@ -1,7 +1,7 @@
 //! Trusted conversions and affiliates.
 //!
 //! - A conversion is `SITE#{site}#CONV` / `ORDER#{order id}`
-//!   ([`tally_core::conversion::Conversion`]), written by one PutItem on
+//!   ([`tally_core::product::conversion::Conversion`]), written by one PutItem on
 //!   `attribute_not_exists(pk)`: the order id is the identity, so a repeat
 //!   is refused by DynamoDB and changes nothing ([`Store::put_conversion`]).
 //!   The key cannot carry the time (a retry tomorrow must hit the same
@@ -17,8 +17,8 @@ use crate::error::{StoreError, from_sdk};
 use crate::item::{Item, from_item, key, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
-use tally_core::conversion::{Affiliate, Conversion};
 use tally_core::keys;
+use tally_core::product::conversion::{Affiliate, Conversion};
 
 /// Items asked of DynamoDB per page of the conversions list.
 const LIST_PAGE_ITEMS: i32 = 500;

@@ -1,4 +1,4 @@
-//! Sites being deleted ([`tally_core::deletion`]): the record under
+//! Sites being deleted ([`tally_core::product::deletion`]): the record under
 //! `SITES` / `GONE#{site}` that replaces the site item and holds its id,
 //! and clearing one partition, keys only, 25 deletes a request.
 
@@ -8,9 +8,9 @@ use crate::error::StoreError;
 use crate::item::{from_item, key, with_keys};
 use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::{DeleteRequest, WriteRequest};
-use tally_core::deletion::Deletion;
+use tally_core::ingest::site::Site;
 use tally_core::keys::{self, DELETION_PREFIX, SITES_PK};
-use tally_core::site::Site;
+use tally_core::product::deletion::Deletion;
 
 impl Store {
     /// Creates a site if its id is free: no site and no deletion holds it

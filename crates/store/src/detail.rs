@@ -1,7 +1,7 @@
 //! Reading the events a [`Plan`] names, as streams: the parts and raw hours
 //! of each stream fetched in the order its scans take them, a bounded
 //! amount ahead, and handed to a worker on the blocking pool that pushes
-//! them into its sink ([`tally_core::stream::run`]) while the next ones
+//! them into its sink ([`tally_core::engine::stream::run`]) while the next ones
 //! are fetched. Nothing of the range is held: a stream holds at most
 //! [`StreamLimits::prefetch_bytes`] of parts fetched and not yet taken
 //! (the response being parsed takes about as much again), the input its
@@ -24,11 +24,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 use tally_core::Millis;
-use tally_core::event::Event;
-use tally_core::plan::{PartKey, Plan, Step};
-use tally_core::segment::decode_part;
-use tally_core::site::Site;
-use tally_core::stream::{Input, Source};
+use tally_core::engine::plan::{PartKey, Plan, Step};
+use tally_core::engine::segment::decode_part;
+use tally_core::engine::stream::{Input, Source};
+use tally_core::ingest::event::Event;
+use tally_core::ingest::site::Site;
 use tokio::runtime::Handle;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
@@ -82,11 +82,11 @@ pub enum StreamError {
     Stopped(String),
 }
 
-impl<E: Into<StreamError>> From<tally_core::stream::RunError<E>> for StreamError {
-    fn from(e: tally_core::stream::RunError<E>) -> Self {
+impl<E: Into<StreamError>> From<tally_core::engine::stream::RunError<E>> for StreamError {
+    fn from(e: tally_core::engine::stream::RunError<E>) -> Self {
         match e {
-            tally_core::stream::RunError::Source(e) => e.into(),
-            tally_core::stream::RunError::Order(why) => Self::Stopped(why),
+            tally_core::engine::stream::RunError::Source(e) => e.into(),
+            tally_core::engine::stream::RunError::Order(why) => Self::Stopped(why),
         }
     }
 }
@@ -200,7 +200,7 @@ impl Store {
     /// Runs one stream per `(plan, work)`, side by side: each plan's steps
     /// are fetched in order within `limits` while `work` (on the blocking
     /// pool) takes them from its [`Feed`] (usually with
-    /// [`tally_core::stream::run`]). The works' results in order, or the
+    /// [`tally_core::engine::stream::run`]). The works' results in order, or the
     /// first error.
     pub async fn stream<T, W>(
         &self,

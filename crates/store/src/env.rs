@@ -4,7 +4,7 @@
 #![allow(clippy::disallowed_methods)] // reads the environment: configuration
 
 use crate::salt::random_secret;
-use tally_core::salt::Secret;
+use tally_core::ingest::salt::Secret;
 
 /// The table name: `TABLE_NAME`, or `tally`.
 pub fn table_name() -> String {
@@ -35,7 +35,7 @@ pub fn salt_secret() -> Result<Secret, ConfigError> {
     secret_from(std::env::var("TALLY_SALT_SECRET").ok(), is_production())
 }
 
-/// The deployment secret that tags credentials (`tally_core::tag`) for
+/// The deployment secret that tags credentials (`tally_core::account::tag`) for
 /// the CLI: `TALLY_SALT_SECRET` when set, else none (no random one: a tag
 /// made under a secret no other process has would fail everywhere else).
 /// The functions read theirs with `tally_lambda::secrets`.

@@ -11,9 +11,9 @@ use futures::stream::{self, StreamExt, TryStreamExt};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use tally_core::Millis;
-use tally_core::event::Event;
+use tally_core::ingest::event::Event;
+use tally_core::ingest::site::Site;
 use tally_core::keys::{EventKey, event_pk, hours_between};
-use tally_core::site::Site;
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +32,7 @@ type HourPart = (Millis, bool, Vec<(String, Event)>);
 /// How many hour partitions are read at once.
 pub const READ_CONCURRENCY: usize = 24;
 
-pub use tally_core::retention::event_ttl;
+pub use tally_core::time::retention::event_ttl;
 
 impl Store {
     /// Stores one event with one PutItem, conditional on the key being new,

@@ -18,11 +18,11 @@ use crate::query::SortKeys;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use tally_core::Millis;
+use tally_core::engine::range::DateRange;
 use tally_core::keys::{INSTANCE_PK, escape, site_pk};
-use tally_core::range::DateRange;
-use tally_core::report_mail::token::recipient_hash;
-use tally_core::report_mail::{Kind, SendState, Subscription};
-use tally_core::zone::format_date;
+use tally_core::product::report_mail::token::recipient_hash;
+use tally_core::product::report_mail::{Kind, SendState, Subscription};
+use tally_core::time::zone::format_date;
 
 /// Sort-key prefix of subscriptions under `SITE#{site}`.
 pub const SUB_PREFIX: &str = "REPORTSUB#";

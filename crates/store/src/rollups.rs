@@ -19,13 +19,13 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tally_core::Millis;
-use tally_core::aggregate::{Aggregate, Metrics};
-use tally_core::journey::{DayTable, TRANSITIONS_VERSION};
-use tally_core::keys;
-use tally_core::rollup::{
+use tally_core::engine::aggregate::{Aggregate, Metrics};
+use tally_core::engine::journey::{DayTable, TRANSITIONS_VERSION};
+use tally_core::engine::rollup::{
     DIMS_VERSION, DYNAMODB_ITEM_BYTES, DimsCut, EncodedDims, RollupSource, decode_dims, encode_dims,
 };
-use tally_core::zone::{format_date, parse_date};
+use tally_core::keys;
+use tally_core::time::zone::{format_date, parse_date};
 use time::Date;
 
 /// The scalar rollup of a day, as stored.
@@ -94,7 +94,7 @@ pub struct DayDims {
     /// out (a breakdown by a key it lacks must read events).
     pub props_cut: bool,
     /// The item's [`DIMS_VERSION`] (what its aggregate holds: one before
-    /// [`tally_core::rollup::VITALS_DIMS_VERSION`] has no Web Vitals).
+    /// [`tally_core::engine::rollup::VITALS_DIMS_VERSION`] has no Web Vitals).
     pub version: u32,
 }
 
@@ -105,7 +105,7 @@ pub struct RollupMeta<'a> {
     pub source: RollupSource,
     /// Fingerprint of the goal definitions used.
     pub goals_fp: &'a str,
-    /// Whether property keys were left out ([`tally_core::rollup::prop_keys`]).
+    /// Whether property keys were left out ([`tally_core::engine::rollup::prop_keys`]).
     pub props_cut: bool,
     /// When it was computed.
     pub computed_at: Millis,
@@ -448,7 +448,7 @@ fn source_name(source: RollupSource) -> &'static str {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use tally_core::rollup::MAX_DIMS_BYTES;
+    use tally_core::engine::rollup::MAX_DIMS_BYTES;
 
     #[test]
     fn the_largest_dims_item_fits_in_dynamodb() {

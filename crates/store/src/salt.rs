@@ -18,9 +18,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tally_core::ingest::salt::{DailySalt, Secret};
 use tally_core::keys::{SALT_PK, salt_sk};
-use tally_core::salt::{DailySalt, Secret};
-use tally_core::zone::utc_midnight;
+use tally_core::time::zone::utc_midnight;
 use time::Date;
 
 /// How long a local fallback salt is used before the store is asked again.

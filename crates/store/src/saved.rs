@@ -7,9 +7,9 @@ use crate::Store;
 use crate::error::StoreError;
 use crate::item::from_item;
 use crate::query::SortKeys;
-use tally_core::annotation::Annotation;
 use tally_core::keys;
-use tally_core::saved_segment::SavedSegment;
+use tally_core::product::annotation::Annotation;
+use tally_core::product::saved_segment::SavedSegment;
 
 impl Store {
     /// Stores a saved segment (replacing one with the same id).

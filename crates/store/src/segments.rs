@@ -28,9 +28,9 @@ use futures::stream::StreamExt;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use tally_core::Millis;
+use tally_core::engine::plan::PartKey;
+use tally_core::engine::segment::{Manifest, Part};
 use tally_core::keys::{manifest_sk, parse_manifest_sk, parse_part_sk, part_key, segment_pk};
-use tally_core::plan::PartKey;
-use tally_core::segment::{Manifest, Part};
 use time::Date;
 
 /// Keys per BatchGetItem request (DynamoDB's limit).

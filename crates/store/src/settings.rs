@@ -7,8 +7,8 @@ use crate::item::{from_item, key, with_keys};
 use crate::query::SortKeys;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tally_core::funnel::Funnel;
-use tally_core::goal::Goal;
+use tally_core::engine::funnel::Funnel;
+use tally_core::engine::goal::Goal;
 use tally_core::keys;
 
 impl Store {

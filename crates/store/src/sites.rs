@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tally_core::Millis;
 use tally_core::account::KeyScope;
+use tally_core::account::share::Share;
+use tally_core::ingest::site::Site;
 use tally_core::keys::{self, SITES_PK};
-use tally_core::share::Share;
-use tally_core::site::Site;
 
 /// A stored API key (the key itself is never stored, only its hash).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,20 +46,20 @@ impl ApiKeyRecord {
     /// The record of a new `key` (only its hash and shown prefix are kept),
     /// as `tally key create` and the console's `POST sites/{site}/keys`
     /// store it: the label checked as a shared link's
-    /// ([`tally_core::share::check_label`]).
+    /// ([`tally_core::account::share::check_label`]).
     pub fn new(
         key: &str,
         label: &str,
         owner: Option<String>,
         scope: KeyScope,
         now: Millis,
-    ) -> Result<Self, tally_core::share::ShareError> {
-        tally_core::share::check_label(label)?;
+    ) -> Result<Self, tally_core::account::share::ShareError> {
+        tally_core::account::share::check_label(label)?;
         Ok(Self {
-            hash: tally_core::auth::hash_key(key),
+            hash: tally_core::account::auth::hash_key(key),
             prefix: key
                 .chars()
-                .take(tally_core::auth::SHOWN_PREFIX_LEN)
+                .take(tally_core::account::auth::SHOWN_PREFIX_LEN)
                 .collect(),
             label: label.to_owned(),
             created_at: now,
@@ -72,7 +72,7 @@ impl ApiKeyRecord {
 
 impl Store {
     /// Creates a site; fails with `Request` if the id is taken, by a site
-    /// or by one still being deleted ([`tally_core::deletion`]).
+    /// or by one still being deleted ([`tally_core::product::deletion`]).
     pub async fn create_site(&self, site: &Site) -> Result<(), StoreError> {
         if self.create_site_if_free(site).await? {
             Ok(())
@@ -107,7 +107,7 @@ impl Store {
     pub async fn reshard(
         &self,
         site: &Site,
-        plan: Vec<tally_core::shard::Reshard>,
+        plan: Vec<tally_core::ingest::shard::Reshard>,
     ) -> Result<Option<Site>, StoreError> {
         let written = Site {
             reshards: plan,
@@ -402,8 +402,9 @@ fn same_shard_version(site: &Site) -> (&'static str, Option<HashMap<String, Attr
 
 /// How long a cached site (or a cached "no such site") is trusted: the
 /// staleness readers allow for when a site's shard count changes
-/// ([`tally_core::shard::STALE_MS`]).
-pub const SITE_CACHE_TTL: Duration = Duration::from_millis(tally_core::shard::STALE_MS as u64);
+/// ([`tally_core::ingest::shard::STALE_MS`]).
+pub const SITE_CACHE_TTL: Duration =
+    Duration::from_millis(tally_core::ingest::shard::STALE_MS as u64);
 /// How long a cached absence (no such site, no site for a domain) is
 /// trusted: a site added a moment ago takes events within seconds, while a
 /// flood of one bogus id or domain still costs one read per id (or one list

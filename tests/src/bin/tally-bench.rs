@@ -22,12 +22,12 @@ mod day;
 use futures::StreamExt;
 use lambda_http::Body;
 use std::time::Instant;
-use tally_core::aggregate::{FoldSpec, fold};
-use tally_core::dimension::Dimension;
-use tally_core::filter::Filter;
-use tally_core::session::sessions;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::engine::aggregate::{FoldSpec, fold};
+use tally_core::engine::dimension::Dimension;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::session::sessions;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_query::store::DynamoQuery;
 use tally_query::{Config, handle_with};
@@ -154,8 +154,8 @@ async fn dashboard() {
 
     // Over HTTP, through tally dev (its clock is the real one, so ask for
     // the explicit 30 days the data covers).
-    let from = tally_core::zone::format_date(site.zone().local_date(start + DAY_MS));
-    let to = tally_core::zone::format_date(site.zone().local_date(now));
+    let from = tally_core::time::zone::format_date(site.zone().local_date(start + DAY_MS));
+    let to = tally_core::time::zone::format_date(site.zone().local_date(now));
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -325,7 +325,8 @@ async fn fold_bench() {
     // next to it on the heap, as a read from the store leaves them.
     let mut seeded = traffic(&site, start, 1, 200_000, 11);
     seeded.sort_by_key(|s| s.event.ts);
-    let sorted: Vec<tally_core::event::Event> = seeded.iter().map(|s| s.event.clone()).collect();
+    let sorted: Vec<tally_core::ingest::event::Event> =
+        seeded.iter().map(|s| s.event.clone()).collect();
     drop(seeded);
     let n = sorted.len();
     let zone = site.zone();
@@ -385,7 +386,7 @@ async fn fold_bench() {
     h.counter.reset();
     let t = Instant::now();
     let config = JobConfig {
-        days: Some(tally_core::range::DateRange { from: day, to: day }),
+        days: Some(tally_core::engine::range::DateRange { from: day, to: day }),
         ..JobConfig::default()
     };
     let report = roll_site(&store, &site, start + 3 * DAY_MS, &config)
@@ -405,17 +406,17 @@ async fn fold_bench() {
 /// stored, compacted by the job's code, and read back from segments and
 /// from raw partitions (requests, read units, bytes).
 async fn segments_bench() {
-    use tally_core::segment::{encode_hour, pack};
+    use tally_core::engine::segment::{encode_hour, pack};
     let mut site = Site::new("segs", &["segs.example".into()], "UTC", 0).unwrap();
     site.retention_days = 3650;
     let day = date!(2026 - 11 - 01);
     let start = utc_midnight(day);
     site.created_at = start;
     let seeded = traffic(&site, start, 1, 200_000, 11);
-    let mut events: Vec<tally_core::event::Event> =
+    let mut events: Vec<tally_core::ingest::event::Event> =
         seeded.iter().map(|s| s.event.clone()).collect();
     events.sort_by_key(|e| e.ts);
-    let hours: Vec<Vec<tally_core::event::Event>> = (0..24)
+    let hours: Vec<Vec<tally_core::ingest::event::Event>> = (0..24)
         .map(|h| {
             let from = start + h * HOUR_MS;
             events
@@ -460,7 +461,7 @@ async fn segments_bench() {
     let t = Instant::now();
     let mut decoded = 0;
     for p in &parts {
-        for (_, evs) in tally_core::segment::decode_part(&p.bytes, |_| true).unwrap() {
+        for (_, evs) in tally_core::engine::segment::decode_part(&p.bytes, |_| true).unwrap() {
             decoded += evs.len();
         }
     }
@@ -485,7 +486,7 @@ async fn segments_bench() {
             &s.event,
             key.pk(),
             key.sk(),
-            Some(tally_core::retention::event_ttl(s.event.ts, 7)),
+            Some(tally_core::time::retention::event_ttl(s.event.ts, 7)),
         )
         .unwrap();
         raw_bytes += item_size(&item);
@@ -518,23 +519,25 @@ async fn segments_bench() {
         h.counter.write_units()
     );
     let zone = site.zone();
-    let range = tally_core::range::DateRange { from: day, to: day };
+    let range = tally_core::engine::range::DateRange { from: day, to: day };
     for (what, use_segments) in [("segments", true), ("raw", false)] {
         h.counter.reset();
         let t = Instant::now();
         let manifests = if use_segments {
             let (a, b) =
-                tally_core::plan::manifest_days(&zone, range, site.created_at, now).unwrap();
+                tally_core::engine::plan::manifest_days(&zone, range, site.created_at, now)
+                    .unwrap();
             store.manifests(&site.id, a, b, now).await.unwrap()
         } else {
             Default::default()
         };
-        let plan = tally_core::plan::events_only(&site, range, now, &manifests);
+        let plan = tally_core::engine::plan::events_only(&site, range, now, &manifests);
         let part_bytes: u64 = manifests.values().map(|m| m.bytes()).sum();
         // Every event the plan names, streamed through a sink that counts.
-        let work = |mut plan: tally_core::plan::Plan, feed: &mut tally_store::detail::Feed| {
+        let work = |mut plan: tally_core::engine::plan::Plan,
+                    feed: &mut tally_store::detail::Feed| {
             let mut sink: NoScans = Vec::new();
-            Ok(tally_core::stream::run(&mut plan, &mut sink, feed)?.events)
+            Ok(tally_core::engine::stream::run(&mut plan, &mut sink, feed)?.events)
         };
         let events: u64 = store
             .stream(&site, now, Default::default(), vec![(plan, work)])
@@ -559,7 +562,7 @@ async fn segments_bench() {
 }
 
 /// No scan at all: a stream's sink that only counts what it reads.
-type NoScans = Vec<tally_core::scan::Scan<'static, u8, fn(i64) -> Option<u8>>>;
+type NoScans = Vec<tally_core::engine::scan::Scan<'static, u8, fn(i64) -> Option<u8>>>;
 
 /// DynamoDB's size of an item: each attribute's name and value.
 fn item_size(item: &tally_store::item::Item) -> usize {
@@ -603,8 +606,8 @@ async fn history() {
         &h.store,
         &site,
         now,
-        tally_core::zone::utc_date(start),
-        tally_core::zone::utc_date(now),
+        tally_core::time::zone::utc_date(start),
+        tally_core::time::zone::utc_date(now),
     )
     .await
     .unwrap();
@@ -733,14 +736,14 @@ async fn shipped() {
 
 /// [`shipped`] for the zips of one architecture: whether all four ran.
 async fn shipped_arch(dir: &str, zip_arch: &str) -> bool {
-    use tally_core::event::Kind;
+    use tally_core::ingest::event::Kind;
     let h = Harness::start().await;
     let site = Site::new("example.com", &["example.com".into()], "Europe/Berlin", 0).unwrap();
     h.store.create_site(&site).await.unwrap();
     let key = "tk_0123456789abcdef0123456789abcdef01234567.example.com";
     tally_tests::put_key(&h.store, "example.com", key).await;
     let now = tally_store::clock::Clock::now(&tally_store::clock::SystemClock);
-    let zone = tally_core::zone::Zone::parse("Europe/Berlin").unwrap();
+    let zone = tally_core::time::zone::Zone::parse("Europe/Berlin").unwrap();
     let today = zone.local_date(now);
     let yesterday = today.previous_day().unwrap();
     store_events(
@@ -907,7 +910,7 @@ async fn shipped_arch(dir: &str, zip_arch: &str) -> bool {
                         .ok_or(format!("{response}; {stored} page views stored"))
                     }
                     "tally-rollup" => {
-                        let day = tally_core::zone::format_date(yesterday);
+                        let day = tally_core::time::zone::format_date(yesterday);
                         let items = h.scan().await;
                         let has = |sk: &str| {
                             items
@@ -937,12 +940,14 @@ async fn shipped_arch(dir: &str, zip_arch: &str) -> bool {
                                 .unwrap_or_default()
                                 .to_owned()
                         });
-                        let key = tally_core::tag::TagKey::derive(&tally_core::salt::Secret::new(
-                            b"shipped-secret-0123456789abcdef0123456789".to_vec(),
-                        ));
+                        let key = tally_core::account::tag::TagKey::derive(
+                            &tally_core::ingest::salt::Secret::new(
+                                b"shipped-secret-0123456789abcdef0123456789".to_vec(),
+                            ),
+                        );
                         let tagged = session.as_deref().is_some_and(|s| {
-                            tally_core::tag::verify_tag(&key, s)
-                                == tally_core::tag::TagVerdict::Tagged(true)
+                            tally_core::account::tag::verify_tag(&key, s)
+                                == tally_core::account::tag::TagVerdict::Tagged(true)
                         });
                         (response["statusCode"] == 200 && tagged && matches!(owner, Ok(Some(_))))
                             .then_some(())
@@ -1038,9 +1043,9 @@ async fn export_bench() {
                 "--site",
                 id,
                 "--from",
-                &tally_core::zone::format_date(first),
+                &tally_core::time::zone::format_date(first),
                 "--to",
-                &tally_core::zone::format_date(last),
+                &tally_core::time::zone::format_date(last),
                 "--format",
                 format,
                 "-o",
@@ -1094,7 +1099,7 @@ async fn job_bench() {
         .unwrap_or_else(|_| "target/release/tally-rollup".to_owned());
     let event = std::fs::read_to_string("infra/events/schedule.json").unwrap();
     let now = SystemClock.now();
-    let today = utc_midnight(tally_core::zone::utc_date(now));
+    let today = utc_midnight(tally_core::time::zone::utc_date(now));
     let hour = today - DAY_MS + 12 * HOUR_MS;
     for (what, n, pad) in [
         ("hot-site simulation's busiest hour", 12_650usize, false),
@@ -1122,7 +1127,7 @@ async fn job_bench() {
         for (i, s) in events.iter_mut().enumerate() {
             s.eid = format!("hot{i:09}");
             s.event.ts = hour + (s.event.ts - (today - DAY_MS)).rem_euclid(DAY_MS) / 24;
-            let size = |e: &tally_core::event::Event| {
+            let size = |e: &tally_core::ingest::event::Event| {
                 let key = e.key(&site, &format!("hot{i:09}"), false);
                 tally_store::rollups::item_size(
                     &tally_store::item::with_keys(e, key.pk(), key.sk(), Some(0)).unwrap(),
@@ -1184,7 +1189,7 @@ async fn job_bench() {
         println!(
             "{what}: {n} events of {:.0} bytes on average at {} (stored in {stored:.0} s); the job: {:.1} s, peak RSS {:.0} MB ({} days written, {} events compacted, {} failed)",
             bytes as f64 / n as f64,
-            tally_core::zone::format_date(tally_core::zone::utc_date(hour_start(hour))),
+            tally_core::time::zone::format_date(tally_core::time::zone::utc_date(hour_start(hour))),
             run.first_response.as_secs_f64(),
             run.peak_rss_kib as f64 / 1024.0,
             report["days_written"],
@@ -1212,7 +1217,7 @@ async fn job_bench() {
 /// they answered alike); `TALLY_BENCH_REQUESTS` narrows the requests
 /// (`stats,breakdown,hourly,dashboard`).
 async fn scale_bench() {
-    use tally_core::segment::{HourEntry, Manifest, PartRef, hash_label, hour_label, pack};
+    use tally_core::engine::segment::{HourEntry, Manifest, PartRef, hash_label, hour_label, pack};
     use tally_store::clock::{Clock, SystemClock};
     let ranges: Vec<i64> = std::env::var("TALLY_BENCH_DAYS")
         .unwrap_or_else(|_| "1,7,30".into())
@@ -1232,7 +1237,7 @@ async fn scale_bench() {
     let proxy = tally_tests::faults::FaultProxy::start(&h.endpoint).await;
     let store = batch_store(&h).await;
     let now = SystemClock.now();
-    let last = tally_core::zone::utc_date(now) - time::Duration::days(2);
+    let last = tally_core::time::zone::utc_date(now) - time::Duration::days(2);
     let first = last - time::Duration::days(days - 1);
     let site = {
         let mut s = Site::new(
@@ -1246,7 +1251,7 @@ async fn scale_bench() {
         s
     };
     store.create_site(&site).await.unwrap();
-    let key = tally_core::auth::key_from_bytes(&site.id, &[7; 20]);
+    let key = tally_core::account::auth::key_from_bytes(&site.id, &[7; 20]);
     tally_tests::put_key(&store, &site.id, &key).await;
 
     // Generate and compact the days, two at a time, and store them.
@@ -1296,7 +1301,7 @@ async fn scale_bench() {
     let (mut events, mut bytes) = (0u64, 0u64);
     while let Some(made) = made.next().await {
         let (date, manifest, parts) = made.unwrap();
-        let refs: Vec<&tally_core::segment::Part> = parts.iter().collect();
+        let refs: Vec<&tally_core::engine::segment::Part> = parts.iter().collect();
         store.put_parts(&site.id, date, &refs, None).await.unwrap();
         store
             .put_manifest(&site.id, date, &manifest, None, None)
@@ -1308,7 +1313,7 @@ async fn scale_bench() {
     println!(
         "{days} days of segments: {events} events, {bytes} bytes of parts, stored in {:.0} s; the last day {}",
         t.elapsed().as_secs_f64(),
-        tally_core::zone::format_date(last)
+        tally_core::time::zone::format_date(last)
     );
 
     if std::env::var_os("TALLY_BENCH_HELD").is_some() {
@@ -1340,8 +1345,8 @@ async fn scale_bench() {
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for d in ranges {
-        let from = tally_core::zone::format_date(last - time::Duration::days(d - 1));
-        let to = tally_core::zone::format_date(last);
+        let from = tally_core::time::zone::format_date(last - time::Duration::days(d - 1));
+        let to = tally_core::time::zone::format_date(last);
         let range = [
             ("period", "custom"),
             ("from", from.as_str()),
@@ -1454,7 +1459,7 @@ fn query_memory_mb() -> String {
 /// The most one window's scans hold (`Read::streamed`), in this process,
 /// for the folds of `scale`'s requests, in one window and in two.
 async fn held_in_process(h: &Harness, site: &Site, now: i64, ranges: &[i64], last: time::Date) {
-    use tally_core::dimension::Dimension;
+    use tally_core::engine::dimension::Dimension;
     use tally_query::read::{Buckets, Fold, Props, Request, read};
     let query = DynamoQuery::new(h.store.clone());
     let zone = site.zone();
@@ -1462,7 +1467,7 @@ async fn held_in_process(h: &Harness, site: &Site, now: i64, ranges: &[i64], las
     let all = Filter::default();
     let dims = tally_query::DASHBOARD_DIMENSIONS;
     for d in ranges {
-        let range = tally_core::range::DateRange {
+        let range = tally_core::engine::range::DateRange {
             from: last - time::Duration::days(d - 1),
             to: last,
         };

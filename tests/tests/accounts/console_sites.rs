@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tally_console::mail::{MailFuture, Mailer, Message};
 use tally_console::{Config, handle};
+use tally_core::account::share::ShareSpec;
 use tally_core::account::{KeyScope, Membership, Role, Session, User, token};
-use tally_core::funnel::FunnelSpec;
-use tally_core::goal::GoalSpec;
-use tally_core::share::ShareSpec;
-use tally_core::site::Site;
+use tally_core::engine::funnel::FunnelSpec;
+use tally_core::engine::goal::GoalSpec;
+use tally_core::ingest::site::Site;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_store::Store;
 use tally_store::accounts::AuditLog;
@@ -143,7 +143,9 @@ impl Rig {
     async fn start() -> Self {
         let h = Harness::start().await;
         let mail = Arc::new(Recorder::default());
-        let mut config = Config::new(&tally_core::salt::Secret::new(b"sites tests".to_vec()));
+        let mut config = Config::new(&tally_core::ingest::salt::Secret::new(
+            b"sites tests".to_vec(),
+        ));
         config.mailer = Some(mail.clone());
         config.ingest_url = Some("https://in.example.com".into());
         let mut rig = Self {
@@ -220,7 +222,7 @@ impl Rig {
             .await
             .unwrap();
         let key = |seed: u8, scope, owner: Option<String>| {
-            let k = tally_core::auth::key_from_bytes(&site, &[seed; 20]);
+            let k = tally_core::account::auth::key_from_bytes(&site, &[seed; 20]);
             let r = ApiKeyRecord::new(&k, "fixture", owner, scope, START).unwrap();
             (k, r)
         };
@@ -246,7 +248,7 @@ impl Rig {
         .build(START)
         .unwrap();
         self.store.put_funnel(&site, &funnel).await.unwrap();
-        let affiliate = tally_core::conversion::AffiliateSpec {
+        let affiliate = tally_core::product::conversion::AffiliateSpec {
             slug: "alice".into(),
             rate: Some("0.1".into()),
             fixed: None,
@@ -264,7 +266,7 @@ impl Rig {
             .build(&site, &[1; 16], &[4; 20], None, START)
             .unwrap();
         self.store.put_share(&site, &share).await.unwrap();
-        let segment = tally_core::saved_segment::SegmentSpec {
+        let segment = tally_core::product::saved_segment::SegmentSpec {
             name: "Blog".into(),
             filter: "page==/blog/*".into(),
             personal: false,
@@ -272,7 +274,7 @@ impl Rig {
         .build(5, "cli", START)
         .unwrap();
         self.store.put_saved_segment(&site, &segment).await.unwrap();
-        let note = tally_core::annotation::AnnotationSpec {
+        let note = tally_core::product::annotation::AnnotationSpec {
             date: "2026-01-02".into(),
             text: "launch".into(),
             personal: false,
@@ -280,7 +282,7 @@ impl Rig {
         .build(6, "cli", START)
         .unwrap();
         self.store.put_annotation(&site, &note).await.unwrap();
-        let recipient = tally_core::report_mail::SubscriptionSpec {
+        let recipient = tally_core::product::report_mail::SubscriptionSpec {
             email: "boss@example.com".into(),
             weekly: true,
             monthly: false,
@@ -1352,7 +1354,7 @@ async fn a_console_goal_answers_the_goals_report() {
 async fn console_and_cli_create_the_same_site() {
     let a = Rig::start().await;
     let b = Harness::start().await;
-    let settings = tally_core::site::SiteChange {
+    let settings = tally_core::ingest::site::SiteChange {
         retention_days: Some(14),
         history_days: Some(0),
         exclude_networks: Some(vec!["203.0.113.9/24".into()]),
@@ -1399,7 +1401,7 @@ async fn console_and_cli_create_the_same_site() {
         )
         .await;
     assert_eq!(status, 200);
-    let change = tally_core::site::SiteChange {
+    let change = tally_core::ingest::site::SiteChange {
         timezone: Some("UTC".into()),
         exclude_networks: Some(vec![]),
         domains: Some(vec!["shop.example".into()]),
@@ -1535,7 +1537,7 @@ async fn personal_segments_are_their_makers_and_locked_ones_stay() {
 /// job would mail for it removes what it names.
 #[tokio::test]
 async fn email_report_recipients_from_the_console() {
-    use tally_core::report_mail::{Kind, Subscription, sign_unsubscribe};
+    use tally_core::product::report_mail::{Kind, Subscription, sign_unsubscribe};
     let rig = Rig::start().await;
     let f = rig.fixture(1).await;
     let path = format!("sites/{}/email-reports", f.site);
@@ -1660,8 +1662,8 @@ async fn email_report_recipients_from_the_console() {
 #[tokio::test]
 async fn a_viewer_cannot_fill_the_site_and_their_items_go_with_them() {
     use tally_core::account::caps::MAX_LIVE_KEYS;
-    use tally_core::annotation::MAX_PERSONAL_ANNOTATIONS;
-    use tally_core::saved_segment::MAX_PERSONAL_SEGMENTS;
+    use tally_core::product::annotation::MAX_PERSONAL_ANNOTATIONS;
+    use tally_core::product::saved_segment::MAX_PERSONAL_SEGMENTS;
     let rig = Rig::start().await;
     let f = rig.fixture(1).await;
     let viewer = rig.user_of(Caller::Viewer).id.clone();
@@ -1749,7 +1751,7 @@ async fn a_viewer_cannot_fill_the_site_and_their_items_go_with_them() {
         )
         .await;
     assert_eq!(status, 200);
-    let personal_left = |list: Vec<tally_core::saved_segment::SavedSegment>| {
+    let personal_left = |list: Vec<tally_core::product::saved_segment::SavedSegment>| {
         list.iter()
             .filter(|s| s.owner.as_deref() == Some(viewer.as_str()))
             .count()
@@ -1816,8 +1818,9 @@ async fn a_viewer_cannot_fill_the_site_and_their_items_go_with_them() {
     // Live links and affiliates: at the cap, one more is 409 and nothing
     // is stored.
     use tally_core::account::caps::{MAX_AFFILIATES, MAX_LIVE_LINKS};
-    let live_links =
-        |shares: Vec<tally_core::share::Share>| shares.iter().filter(|s| s.live(START)).count();
+    let live_links = |shares: Vec<tally_core::account::share::Share>| {
+        shares.iter().filter(|s| s.live(START)).count()
+    };
     let mut seed = 100u8;
     while live_links(rig.store.shares(&f.site).await.unwrap()) < MAX_LIVE_LINKS {
         tally_tests::new_share(&rig.store, &f.site, seed).await;
@@ -1840,7 +1843,7 @@ async fn a_viewer_cannot_fill_the_site_and_their_items_go_with_them() {
     );
     let held = rig.store.affiliates(&f.site).await.unwrap().len();
     for n in held..MAX_AFFILIATES {
-        let affiliate = tally_core::conversion::AffiliateSpec {
+        let affiliate = tally_core::product::conversion::AffiliateSpec {
             slug: format!("a{n}"),
             rate: Some("0.1".into()),
             fixed: None,

@@ -1,7 +1,7 @@
 //! Keys that never lock out their owners (issue 24): a network refused for
 //! failed guesses still reads with a credential this deployment issued (an
 //! API key, a shared link, a console session), because its tag
-//! (`tally_core::tag`) is verified offline before any limit applies, and a
+//! (`tally_core::account::tag`) is verified offline before any limit applies, and a
 //! guess with a forged tag costs no read.
 
 #![allow(clippy::unwrap_used)]
@@ -9,8 +9,8 @@
 use lambda_http::{Body, RequestExt};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tally_core::salt::Secret;
-use tally_core::tag::{TagKey, TagKeys, tagged_credential};
+use tally_core::account::tag::{TagKey, TagKeys, tagged_credential};
+use tally_core::ingest::salt::Secret;
 use tally_query::store::DynamoQuery;
 use tally_store::RequestCounter;
 use tally_store::clock::ManualClock;
@@ -203,18 +203,18 @@ async fn untagged_keys_made_before_tags_still_read_through_the_limiter() {
     let legacy = tally_tests::new_key(&d.console.store, SITE, 3).await;
     assert_eq!(
         d.config.tag_keys.as_ref().unwrap().verify(&legacy, 0),
-        tally_core::tag::TagVerdict::Untagged
+        tally_core::account::tag::TagVerdict::Untagged
     );
     assert_eq!(d.with_key(OFFICE, &legacy).await, (200, None));
     // Untagged guesses each cost a read until the network is refused.
     d.counter.reset();
     for n in 0..20u8 {
-        let guess = tally_core::auth::key_from_bytes(SITE, &[n + 100; 20]);
+        let guess = tally_core::account::auth::key_from_bytes(SITE, &[n + 100; 20]);
         assert_eq!(d.with_key("198.51.100.30", &guess).await.0, 401);
     }
     let reads = d.counter.total();
     assert_eq!(reads, 20, "{:?}", d.counter.by_operation());
-    let guess = tally_core::auth::key_from_bytes(SITE, &[250; 20]);
+    let guess = tally_core::account::auth::key_from_bytes(SITE, &[250; 20]);
     assert_eq!(d.with_key("198.51.100.30", &guess).await.0, 429);
     assert_eq!(d.counter.total(), reads, "refused unread");
     // An untagged key this instance has not seen waits out the minute
@@ -263,7 +263,7 @@ async fn the_console_answers_the_21st_wrong_key_from_a_network_with_429() {
     assert_eq!(answers[20], (429, Some("too_many_attempts".to_owned())));
     // Untagged guesses from the same network wait too; another network's
     // do not.
-    let untagged = tally_core::auth::key_from_bytes(SITE, &[77; 20]);
+    let untagged = tally_core::account::auth::key_from_bytes(SITE, &[77; 20]);
     assert_eq!(
         d.console_with_key(OFFICE, &untagged, "GET", &goals, None)
             .await
@@ -389,7 +389,7 @@ async fn a_keys_power_follows_its_makers_role_on_every_use() {
 /// throughout.
 #[tokio::test]
 async fn credentials_made_before_a_rotation_read_until_the_previous_secret_ends() {
-    use tally_core::zone::{utc_date, utc_midnight};
+    use tally_core::time::zone::{utc_date, utc_midnight};
     const NEW: &[u8] = b"lockout tests rotated deployment secret 01";
     let mut d = Deployment::start().await;
     let key = d.issue("keys", "key").await;
@@ -449,7 +449,7 @@ async fn credentials_made_before_a_rotation_read_until_the_previous_secret_ends(
 /// knows only the old value.
 #[tokio::test]
 async fn a_rotated_secret_in_secrets_manager_is_accepted_for_its_grace() {
-    use tally_core::tag::TagVerdict;
+    use tally_core::account::tag::TagVerdict;
     use tally_lambda::secrets::{SecretError, Secrets};
     const OLD: &str = "the deployment secret before rotation 0123456789";
     const NEW: &str = "the deployment secret after the rotation 9876543210";

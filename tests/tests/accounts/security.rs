@@ -5,8 +5,8 @@
 use lambda_http::Body;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
@@ -50,7 +50,7 @@ async fn guessing_keys_is_rate_limited_per_client_network() {
     };
     let clock = ManualClock::at(utc_midnight(date!(2026 - 11 - 30)));
     for n in 0..5u8 {
-        let wrong = tally_core::auth::key_from_bytes("guarded", &[n + 100; 20]);
+        let wrong = tally_core::account::auth::key_from_bytes("guarded", &[n + 100; 20]);
         let r = tally_query::handle_with(
             &query,
             &clock,
@@ -60,7 +60,7 @@ async fn guessing_keys_is_rate_limited_per_client_network() {
         .await;
         assert_eq!(r.status(), 401);
     }
-    let wrong = tally_core::auth::key_from_bytes("guarded", &[250; 20]);
+    let wrong = tally_core::account::auth::key_from_bytes("guarded", &[250; 20]);
     let r = tally_query::handle_with(
         &query,
         &clock,
@@ -118,15 +118,15 @@ async fn a_valid_key_keeps_working_while_its_network_is_refused_for_guesses() {
     // guesses keys until the network is refused.
     assert_eq!(ask(key.clone()).await, 200);
     for n in 0..6u8 {
-        let wrong = tally_core::auth::key_from_bytes("office", &[n + 1; 20]);
+        let wrong = tally_core::account::auth::key_from_bytes("office", &[n + 1; 20]);
         ask(wrong).await;
     }
-    let wrong = tally_core::auth::key_from_bytes("office", &[99; 20]);
+    let wrong = tally_core::account::auth::key_from_bytes("office", &[99; 20]);
     assert_eq!(ask(wrong).await, 429);
     // The valid key is still answered (the guard remembers it in memory).
     assert_eq!(ask(key.clone()).await, 200);
     // A key revoked meanwhile stops at once, guard or not.
-    let hash = tally_core::auth::hash_key(&key);
+    let hash = tally_core::account::auth::hash_key(&key);
     let mut record = h.store.api_key("office", &hash).await.unwrap().unwrap();
     record.revoked_at = Some(1);
     h.store.put_api_key("office", &record).await.unwrap();
@@ -225,7 +225,7 @@ async fn nothing_stored_or_logged_holds_an_address_agent_salt_secret_or_key() {
     let query = DynamoQuery::new(h.store.clone());
     for path_key in [
         key.clone(),
-        tally_core::auth::key_from_bytes("private", &[1; 20]),
+        tally_core::account::auth::key_from_bytes("private", &[1; 20]),
     ] {
         let _ = tally_query::handle(
             &query,

@@ -8,9 +8,9 @@ use lambda_http::Body;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use tally_core::Millis;
-use tally_core::goal::{Goal, GoalRule, PageMatch};
-use tally_core::site::Site;
-use tally_core::zone::{parse_date, utc_midnight};
+use tally_core::engine::goal::{Goal, GoalRule, PageMatch};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{parse_date, utc_midnight};
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;
@@ -111,7 +111,7 @@ pub async fn case(
         let mut site = Site::new(id, &own, zone, created).map_err(|e| format!("site: {e}"))?;
         // Reads come from raw events (no job runs), kept as long as a
         // site may keep them, so fixtures of any age stay readable.
-        site.retention_days = tally_core::site::MAX_RETENTION_DAYS;
+        site.retention_days = tally_core::ingest::site::MAX_RETENTION_DAYS;
         rig.store
             .create_site(&site)
             .await
@@ -259,7 +259,7 @@ fn domains(c: &Case) -> Vec<String> {
     }
     hosts
         .into_iter()
-        .filter(|d| tally_core::site::normalize_domain(d).is_ok())
+        .filter(|d| tally_core::ingest::site::normalize_domain(d).is_ok())
         .collect()
 }
 
@@ -378,11 +378,11 @@ async fn overwrite(
         .ok_or("raw: item gone")?;
     for (field, value) in raw {
         let named = |name: &str| {
-            let name =
-                tally_store::item::string(&item, name).unwrap_or(tally_core::classify::ua::UNKNOWN);
+            let name = tally_store::item::string(&item, name)
+                .unwrap_or(tally_core::ingest::classify::ua::UNKNOWN);
             value
                 .as_deref()
-                .and_then(|v| tally_core::classify::ua::with_version(name, Some(v)))
+                .and_then(|v| tally_core::ingest::classify::ua::with_version(name, Some(v)))
         };
         let value = &match field.as_str() {
             "browser_version" => named("br"),
@@ -518,7 +518,7 @@ impl Ctx<'_> {
             Some("other") => Some(format!("Bearer {}", self.rig.other.1)),
             Some("unknown") => Some(format!(
                 "Bearer {}",
-                tally_core::auth::key_from_bytes(&self.sites[0], &[0xAB; 20])
+                tally_core::account::auth::key_from_bytes(&self.sites[0], &[0xAB; 20])
             )),
             Some(literal) => Some(literal.to_owned()),
         })

@@ -28,7 +28,7 @@
 use crate::cases::Fixture;
 use serde_json::{Value, json};
 use tally_core::Millis;
-use tally_core::classify::referrer::{Utm, classify_referrer};
+use tally_core::ingest::classify::referrer::{Utm, classify_referrer};
 
 /// Plausible's `@user_agent` (the Events API tests' default).
 pub const PLAUSIBLE_UA: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_13_4) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.110 Safari/537.36";
@@ -232,7 +232,7 @@ fn user_ip(user: &Value) -> String {
 /// The fixture's versions that Tally does not read from its user agent
 /// `ua` (field -> version), to be written over the stored event.
 pub fn unreadable_versions(f: &Fixture, ua: &str) -> Vec<(String, Option<String>)> {
-    let got = tally_core::classify::ua::classify_user_agent(ua);
+    let got = tally_core::ingest::classify::ua::classify_user_agent(ua);
     [
         ("browser_version", &f.browser_version, got.browser_version),
         (
@@ -316,8 +316,8 @@ pub fn user_agent(f: &Fixture) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tally_core::classify::bot::detect_bot;
-    use tally_core::classify::ua::classify_user_agent;
+    use tally_core::ingest::classify::bot::detect_bot;
+    use tally_core::ingest::classify::ua::classify_user_agent;
 
     fn fixture(browser: Option<&str>, os: Option<&str>, screen: Option<&str>) -> Fixture {
         Fixture {

@@ -8,7 +8,7 @@
 //! too.
 
 use serde_json::{Value, json};
-use tally_core::deletion::GRACE_MS;
+use tally_core::product::deletion::GRACE_MS;
 use tally_core::{DAY_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
@@ -173,7 +173,8 @@ async fn a_deleted_site_leaves_no_item_and_its_id_starts_empty() {
         (status, answer["error"]["code"].clone()),
         (409, json!("site_deleting"))
     );
-    let site = tally_core::site::Site::new(GONE, &["gone.example".into()], "UTC", 0).unwrap();
+    let site =
+        tally_core::ingest::site::Site::new(GONE, &["gone.example".into()], "UTC", 0).unwrap();
     assert!(console.store.create_site(&site).await.is_err());
     let (_, list) = b.call(&console, "GET", "sites", None).await;
     assert_eq!(list["deleting"][0]["id"], GONE);

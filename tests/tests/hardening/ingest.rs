@@ -12,10 +12,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::{Body, Response};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use tally_core::cardinality::{MAX_PROP_KEYS_PER_HOUR, MAX_PROP_VALUES_PER_HOUR, OTHER};
-use tally_core::event::{Event, MAX_ITEM_BYTES, MAX_PROP_VALUE_BYTES, MAX_PROPS};
-use tally_core::site::Site;
-use tally_core::zone::{Zone, utc_midnight};
+use tally_core::ingest::cardinality::{MAX_PROP_KEYS_PER_HOUR, MAX_PROP_VALUES_PER_HOUR, OTHER};
+use tally_core::ingest::event::{Event, MAX_ITEM_BYTES, MAX_PROP_VALUE_BYTES, MAX_PROPS};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_midnight};
 use tally_core::{HOUR_MS, MINUTE_MS};
 use tally_ingest::config::{DEFAULT_CLIENT_BUDGET, DEFAULT_CLIENT_BYTES};
 use tally_ingest::store::{DynamoIngest, IngestStore};
@@ -105,7 +105,7 @@ fn core_size(item: &Item) -> usize {
     let Value::Object(map) = value else {
         panic!("not a map: {value}")
     };
-    tally_core::item_size::item_bytes(&map)
+    tally_core::ingest::item_size::item_bytes(&map)
 }
 
 /// The item's size by the embedded server's own rule.
@@ -428,7 +428,7 @@ async fn prop_keys_past_the_hourly_cap_fold_into_other() {
 
 #[tokio::test]
 async fn automatic_resharding_stops_at_the_ceiling_and_logs_why() {
-    use tally_core::shard::{AUTO_MAX_SHARDS, Reshard};
+    use tally_core::ingest::shard::{AUTO_MAX_SHARDS, Reshard};
     let log = std::env::temp_dir().join(format!("tally-ceiling-{}.log", std::process::id()));
     let file = std::fs::File::create(&log).unwrap();
     let subscriber = tracing_subscriber::fmt().json().with_writer(file).finish();
@@ -614,7 +614,7 @@ async fn the_tab_id_is_stored_hashed_and_unlinkable_across_days() {
     assert_ne!(first, next_day, "nothing links the two days");
     // The day's two page views are still one visit.
     let day: Vec<Event> = events.iter().filter(|e| e.ts < midnight).cloned().collect();
-    let visits = tally_core::session::sessions(&day, &Zone::utc());
+    let visits = tally_core::engine::session::sessions(&day, &Zone::utc());
     assert_eq!(visits.len(), 1);
     assert_eq!(visits[0].pageviews, 2);
 }

@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::time::Duration;
-use tally_core::event::Kind;
-use tally_core::site::Site;
-use tally_core::zone::{Zone, utc_midnight};
+use tally_core::ingest::event::Kind;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_query::store::DynamoQuery;
 use tally_rollup::{JobConfig, Step, run};

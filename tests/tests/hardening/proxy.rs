@@ -13,10 +13,10 @@
 use serde_json::Value;
 use std::collections::BTreeSet;
 use tally_core::HOUR_MS;
-use tally_core::event::{Event, Kind};
-use tally_core::proxy::{ProxyChange, SECRET_HEADER};
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::event::{Event, Kind};
+use tally_core::ingest::proxy::{ProxyChange, SECRET_HEADER};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
@@ -531,7 +531,8 @@ async fn the_console_shows_the_secret_once_and_ingest_trusts_it() {
             "accepted"
         );
     }
-    rig.clock.set(now + tally_core::proxy::ROTATION_GRACE_MS);
+    rig.clock
+        .set(now + tally_core::ingest::proxy::ROTATION_GRACE_MS);
     let (headers, body) = send(secret, 4);
     assert_eq!(
         rig.send("/collect", NGINX_HETZNER, &headers, &body).await.1,

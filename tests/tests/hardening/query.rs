@@ -13,9 +13,9 @@ use lambda_http::{Body, RequestExt, Response};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::future::Future;
-use tally_core::share::{self, PasswordHash, Share};
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::account::share::{self, PasswordHash, Share};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{HOUR_MS, MINUTE_MS};
 use tally_query::Config;
 use tally_query::store::DynamoQuery;
@@ -298,7 +298,7 @@ async fn a_burst_of_wrong_keys_gets_at_most_the_limit_of_checks_and_a_known_key_
                 let mut bytes = [0u8; 20];
                 bytes[..4].copy_from_slice(&i.to_be_bytes());
                 bytes[4] = 0xee;
-                tally_core::auth::key_from_bytes(SITE, &bytes)
+                tally_core::account::auth::key_from_bytes(SITE, &bytes)
             }
         })
         .collect();

@@ -19,10 +19,10 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use tally_cli::transfer::{self, TransferError};
-use tally_core::import::{ImportError, Imported};
-use tally_core::range::DateRange;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::engine::range::DateRange;
+use tally_core::ingest::site::Site;
+use tally_core::product::import::{ImportError, Imported};
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
@@ -371,7 +371,7 @@ async fn property_keys_that_make_one_file_name_download_as_distinct_entries() {
         let file = file_of[format!("props:{key}").as_str()];
         assert!(file.len() <= "props-.csv".len() + 60, "{file}");
         let entry = &entries[file];
-        let panel = tally_core::export::report_csv(&json["props"][key.as_str()]["results"]);
+        let panel = tally_core::engine::export::report_csv(&json["props"][key.as_str()]["results"]);
         assert_eq!(Some(entry), panel.as_ref(), "{key}");
         let cells = csv_cells(entry);
         let at = |name: &str| cells[0].iter().position(|c| c == name).unwrap();
@@ -462,8 +462,8 @@ const TOTALS: &str = "date,visitors,visits,pageviews,bounces,visit_duration\n\
 async fn a_field_over_the_cap_is_refused_with_its_file_and_line_and_nothing_is_written() {
     let h = Harness::start().await;
     let site = import_site(&h).await;
-    let cap = tally_core::import::MAX_FIELD_BYTES;
-    let row_cap = tally_core::import::MAX_ROW_BYTES as usize;
+    let cap = tally_core::product::import::MAX_FIELD_BYTES;
+    let row_cap = tally_core::product::import::MAX_ROW_BYTES as usize;
     // Over the field cap; over the row cap (read no further than it).
     for (size, message) in [(cap + 1, "per field"), (row_cap * 4, "a row longer")] {
         let dir = temp_dir(&format!("field-{size}"));
@@ -539,7 +539,7 @@ fn a_300_mb_field_is_refused_after_reading_a_bounded_part_of_it() {
     assert!(e.message.contains("a row longer"), "{e}");
     assert!(imported.days.is_empty());
     // What was read: the header and the row's cap, not the field.
-    let bound = tally_core::import::MAX_ROW_BYTES + 64;
+    let bound = tally_core::product::import::MAX_ROW_BYTES + 64;
     assert!(served.get() <= bound, "{} bytes read", served.get());
 }
 
@@ -572,7 +572,7 @@ async fn a_file_of_more_rows_than_the_cap_is_refused_at_the_first_row_past_it() 
     let site = import_site(&h).await;
     let dir = temp_dir("rows");
     let archive = dir.join("export.zip");
-    let max = tally_core::import::MAX_ROWS;
+    let max = tally_core::product::import::MAX_ROWS;
     zip_of_lines(
         &archive,
         "totals.csv",
@@ -597,8 +597,8 @@ async fn a_zip_entry_that_unpacks_past_the_size_cap_is_refused_and_nothing_is_wr
     // Plausible's custom events, with a column Tally skips filled to the
     // field cap: rows within every other cap, more of them than the file
     // may hold.
-    let max = tally_core::import::MAX_FILE_BYTES;
-    let field = tally_core::import::MAX_FIELD_BYTES;
+    let max = tally_core::product::import::MAX_FILE_BYTES;
+    let field = tally_core::product::import::MAX_FIELD_BYTES;
     let head = "date,name,link_url,path,visitors,events\n";
     let line = format!("2026-03-01,Signup,{},/,1,1\n", "u".repeat(field));
     let lines = max / line.len() as u64 + 2;
@@ -632,7 +632,7 @@ async fn counts_that_would_overflow_a_day_are_refused_at_their_line() {
     let dir = temp_dir("overflow");
     // Seconds at the cap per row: twenty thousand of them pass u64::MAX in
     // milliseconds.
-    let max = tally_core::import::MAX_COUNT;
+    let max = tally_core::product::import::MAX_COUNT;
     let mut totals = String::from("date,visitors,visits,pageviews,bounces,visit_duration\n");
     for _ in 0..20_000 {
         totals.push_str(&format!("2026-03-01,1,1,1,0,{max}\n"));
@@ -730,7 +730,10 @@ async fn control_characters_and_negative_values_are_refused_and_invisible_ones_r
     // removes them; a value over ingest's limit is cut to it.
     let dir = temp_dir("invisible");
     std::fs::write(dir.join("totals.csv"), TOTALS).unwrap();
-    let long_page = format!("/{}", "p".repeat(tally_core::event::MAX_PATH_BYTES + 50));
+    let long_page = format!(
+        "/{}",
+        "p".repeat(tally_core::ingest::event::MAX_PATH_BYTES + 50)
+    );
     std::fs::write(
         dir.join("page.csv"),
         format!("date,page,visitors\n2026-03-01,/pay\u{202E}fdp.exe,2\n2026-03-01,{long_page},1\n"),
@@ -750,7 +753,7 @@ async fn control_characters_and_negative_values_are_refused_and_invisible_ones_r
     let config = Config::default();
     let q = "from=2026-03-01&to=2026-03-02";
     let pages = visitors_by_value(&api.get(&config, &format!("breakdown/page?{q}")).await);
-    let cut = long_page[..tally_core::event::MAX_PATH_BYTES].to_owned();
+    let cut = long_page[..tally_core::ingest::event::MAX_PATH_BYTES].to_owned();
     assert_eq!(
         pages,
         BTreeMap::from([("/payfdp.exe".to_owned(), 2), (cut, 1)])

@@ -14,8 +14,8 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
-use tally_core::alert::{AlertSpec, Channel, RETRY_DELAYS_MS};
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
+use tally_core::product::alert::{AlertSpec, Channel, RETRY_DELAYS_MS};
 use tally_core::{HOUR_MS, MINUTE_MS, Millis};
 use tally_mail::Outbox;
 use tally_rollup::alerts::{AlertJob, AlertsReport, run_due};
@@ -469,7 +469,10 @@ async fn settings_saved_in_the_console_are_the_ones_the_job_reads() {
     // What the job will read, from the store.
     let stored = store.alert_settings("consoled").await.unwrap().unwrap();
     assert!(stored.enabled);
-    assert_eq!(stored.config.watch, tally_core::alert::Watch::Spike);
+    assert_eq!(
+        stored.config.watch,
+        tally_core::product::alert::Watch::Spike
+    );
     assert_eq!(
         (
             stored.config.min_volume,

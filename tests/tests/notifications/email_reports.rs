@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
-use tally_core::report_mail::{Kind, Subscription};
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
+use tally_core::product::report_mail::{Kind, Subscription};
 use tally_mail::{MailFuture, Mailer, Message, Outbox};
 use tally_rollup::reports::{ReportJob, report_params, send_due};
 use tally_store::Store;
@@ -207,7 +207,8 @@ async fn the_reports_figures_equal_the_apis_for_the_same_range() {
         key: tally_tests::new_key(&h.store, &s.id, 3).await,
         now,
     };
-    let period = tally_core::report_mail::period_for(Kind::Weekly, s.zone().local_date(now));
+    let period =
+        tally_core::product::report_mail::period_for(Kind::Weekly, s.zone().local_date(now));
     let query: Vec<String> = report_params(period)
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -255,11 +256,11 @@ async fn the_reports_figures_equal_the_apis_for_the_same_range() {
         line,
         format!(
             "Visitors: {} ({})",
-            tally_core::report_mail::render::show(
+            tally_core::product::report_mail::render::show(
                 "visitors",
-                &tally_core::query::metric::Figure::Count(want[0].1)
+                &tally_core::engine::query::metric::Figure::Count(want[0].1)
             ),
-            tally_core::report_mail::render::show_change("visitors", change)
+            tally_core::product::report_mail::render::show_change("visitors", change)
         )
     );
 }
@@ -315,7 +316,7 @@ async fn a_run_stopped_between_sending_and_recording_never_sends_twice() {
     assert_eq!(marks.len(), 1);
     assert_eq!(
         marks[0].1.state,
-        tally_core::report_mail::SendState::Sending
+        tally_core::product::report_mail::SendState::Sending
     );
 
     // The next runs (the same instant, an hour later) send nothing and
@@ -392,7 +393,7 @@ async fn the_unsubscribe_link_works_without_signing_in_and_a_forged_one_is_refus
         .unwrap();
     let path = link.strip_prefix(URL).unwrap();
     let clock = tally_store::clock::ManualClock::at(0);
-    let config = tally_console::Config::new(&tally_core::salt::Secret::new(vec![1; 32]));
+    let config = tally_console::Config::new(&tally_core::ingest::salt::Secret::new(vec![1; 32]));
 
     // Forged: another recipient's hash with b's mac, a changed mac, junk.
     let token = path.split("t=").nth(1).unwrap();
@@ -400,8 +401,8 @@ async fn the_unsubscribe_link_works_without_signing_in_and_a_forged_one_is_refus
     let last = forged_mac.pop().unwrap();
     forged_mac.push(if last == '0' { '1' } else { '0' });
     let other = token.replace(
-        &tally_core::report_mail::token::recipient_hash("b@example.com"),
-        &tally_core::report_mail::token::recipient_hash("a@example.com"),
+        &tally_core::product::report_mail::token::recipient_hash("b@example.com"),
+        &tally_core::product::report_mail::token::recipient_hash("a@example.com"),
     );
     for bad in [forged_mac, other, "junk".to_owned()] {
         let r = tally_console::handle(

@@ -8,9 +8,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use tally_core::conversion::AffiliateSpec;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::product::conversion::AffiliateSpec;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::Config;

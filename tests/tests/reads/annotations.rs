@@ -13,8 +13,8 @@
 use lambda_http::Body;
 use serde_json::{Value, json};
 use tally_core::account::{Membership, Role};
-use tally_core::site::Site;
-use tally_core::zone::format_date;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::format_date;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::{Clock, ManualClock};
 use tally_tests::console::{Browser, Console, PASSWORD, error_code, member, owner};
@@ -131,7 +131,7 @@ fn expected(
     let mut kept: Vec<Note> = notes
         .iter()
         .filter(|n| {
-            let d = tally_core::zone::parse_date(&n.date).unwrap();
+            let d = tally_core::time::zone::parse_date(&n.date).unwrap();
             d >= from && d <= to && (n.personal_of.is_none() || n.personal_of == reader)
         })
         .cloned()

@@ -12,8 +12,8 @@
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::Config;

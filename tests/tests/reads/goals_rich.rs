@@ -16,10 +16,10 @@
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use tally_core::event::Kind;
-use tally_core::goal::GoalSpec;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::engine::goal::GoalSpec;
+use tally_core::ingest::event::Kind;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_query::Config;
 use tally_query::store::DynamoQuery;
@@ -111,8 +111,8 @@ struct Count {
 }
 
 /// Every visit's events in order, by session id.
-fn visits(events: &[Seeded]) -> Vec<Vec<&tally_core::event::Event>> {
-    let mut by_sid: BTreeMap<&str, Vec<&tally_core::event::Event>> = BTreeMap::new();
+fn visits(events: &[Seeded]) -> Vec<Vec<&tally_core::ingest::event::Event>> {
+    let mut by_sid: BTreeMap<&str, Vec<&tally_core::ingest::event::Event>> = BTreeMap::new();
     for s in events {
         by_sid.entry(&s.event.sid).or_default().push(&s.event);
     }
@@ -131,7 +131,7 @@ fn visits(events: &[Seeded]) -> Vec<Vec<&tally_core::event::Event>> {
 }
 
 /// How many events of a visit convert `rule`.
-fn conversions(rule: &Rule, visit: &[&tally_core::event::Event]) -> u64 {
+fn conversions(rule: &Rule, visit: &[&tally_core::ingest::event::Event]) -> u64 {
     let mut n = 0;
     for (i, e) in visit.iter().enumerate() {
         let converts = match rule {
@@ -169,7 +169,7 @@ fn recount(events: &[Seeded], from: Date, to: Date) -> (u64, Vec<Count>) {
         goals.iter().map(|_| Default::default()).collect();
     for visit in visits(events) {
         let first = visit[0];
-        let day = tally_core::zone::Zone::utc().local_date(first.ts);
+        let day = tally_core::time::zone::Zone::utc().local_date(first.ts);
         if day < from || day > to {
             continue;
         }
@@ -315,7 +315,7 @@ async fn property_and_scroll_goals_count_from_raw_segments_and_rollups_retroacti
         let goal = spec.build(now).unwrap();
         assert_eq!(goal.name, name);
         let existing = h.store.goals(SITE).await.unwrap();
-        tally_core::goal::check_new(&existing, &goal).unwrap();
+        tally_core::engine::goal::check_new(&existing, &goal).unwrap();
         h.store.put_goal(SITE, &goal).await.unwrap();
     }
 

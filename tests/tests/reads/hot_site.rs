@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use tally_core::ingest::shard::MAX_SHARDS;
+use tally_core::ingest::site::Site;
 use tally_core::keys::{EventKey, event_pk, hours_between};
-use tally_core::shard::MAX_SHARDS;
-use tally_core::site::Site;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::{Clock, SystemClock};
@@ -300,8 +300,8 @@ async fn a_site_ramping_to_five_times_a_partition_limit_loses_nothing_accepted()
 
 #[tokio::test]
 async fn the_job_raises_shards_for_a_busy_hour_and_lowers_them_a_day_after() {
-    use tally_core::shard::shard_of;
-    use tally_core::zone::utc_midnight;
+    use tally_core::ingest::shard::shard_of;
+    use tally_core::time::zone::utc_midnight;
     use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
     use tally_rollup::{JobConfig, run};
     use tally_store::clock::ManualClock;
@@ -388,7 +388,7 @@ async fn the_job_raises_shards_for_a_busy_hour_and_lowers_them_a_day_after() {
 #[tokio::test]
 async fn a_settings_update_never_undoes_a_reshard_made_meanwhile() {
     use tally_core::DAY_MS;
-    use tally_core::shard::Reshard;
+    use tally_core::ingest::shard::Reshard;
     let h = Harness::start().await;
     let now = 100 * DAY_MS;
     // Hot long ago, back to one shard since: the next change drops the
@@ -408,7 +408,7 @@ async fn a_settings_update_never_undoes_a_reshard_made_meanwhile() {
     h.store.create_site(&site).await.unwrap();
     let mut read = h.store.site("race").await.unwrap().unwrap();
     // Ingest doubles the count between the CLI's read and its write.
-    let change = tally_core::shard::rise(&read, now, now, 10_000).unwrap();
+    let change = tally_core::ingest::shard::rise(&read, now, now, 10_000).unwrap();
     let plan = read.with_reshard(change);
     assert_eq!(plan.len(), read.reshards.len(), "same length, new plan");
     assert!(

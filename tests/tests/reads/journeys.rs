@@ -13,8 +13,8 @@
 
 use lambda_http::Body;
 use serde_json::Value;
-use tally_core::site::Site;
-use tally_core::zone::{Zone, utc_midnight};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_query::store::DynamoQuery;
 use tally_query::{Config, handle_with};
@@ -55,7 +55,7 @@ fn late_visit(template: &Seeded, at: i64, n: u32) -> Vec<Seeded> {
         .map(|i| {
             let mut e = template.clone();
             e.eid = format!("late{n}x{i}");
-            e.event.kind = tally_core::event::Kind::PageView;
+            e.event.kind = tally_core::ingest::event::Kind::PageView;
             e.event.ts = at + i64::from(i) * MINUTE_MS;
             e.event.sid = format!("late-session-{n}");
             e.event.vid = format!("{:016x}", 0xfeed_0000 + u64::from(n));
@@ -144,21 +144,21 @@ async fn journeys_and_transitions_from_raw_segments_and_rollups_equal_a_referenc
     site.created_at = zone.day_start(START);
     h.store.create_site(&site).await.unwrap();
     let key = tally_tests::new_key(&h.store, SITE, 9).await;
-    let signup = tally_core::goal::Goal::new(
+    let signup = tally_core::engine::goal::Goal::new(
         "signup",
         "Signup",
-        tally_core::goal::GoalRule::Event {
+        tally_core::engine::goal::GoalRule::Event {
             name: "Signup".into(),
         },
         0,
     )
     .unwrap();
-    let blog = tally_core::goal::Goal::new(
+    let blog = tally_core::engine::goal::Goal::new(
         "blog",
         "Blog",
-        tally_core::goal::GoalRule::Page {
+        tally_core::engine::goal::GoalRule::Page {
             pattern: "/blog/*".into(),
-            matching: tally_core::goal::PageMatch::Wildcard,
+            matching: tally_core::engine::goal::PageMatch::Wildcard,
         },
         0,
     )
@@ -330,7 +330,7 @@ async fn journeys_and_transitions_from_raw_segments_and_rollups_equal_a_referenc
     let cut_day = date!(2026 - 10 - 25);
     let (_, before) = get(&query, now, &Config::default(), &key, &cases[5].0).await;
     let cut_job = JobConfig {
-        days: Some(tally_core::range::DateRange {
+        days: Some(tally_core::engine::range::DateRange {
             from: cut_day,
             to: cut_day,
         }),

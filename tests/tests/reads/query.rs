@@ -7,10 +7,10 @@
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use tally_core::auth;
-use tally_core::goal::{Goal, GoalRule, PageMatch};
-use tally_core::site::Site;
-use tally_core::zone::{Zone, format_date};
+use tally_core::account::auth;
+use tally_core::engine::goal::{Goal, GoalRule, PageMatch};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, format_date};
 use tally_ingest::Config;
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
@@ -194,7 +194,7 @@ impl Rig {
     /// `now`. Raw events live seven days, so older days are answered from
     /// what the job compacted and rolled up.
     async fn run_jobs(&self, first: Date, now: i64) {
-        let mut at = tally_core::zone::utc_midnight(first) + 26 * HOUR;
+        let mut at = tally_core::time::zone::utc_midnight(first) + 26 * HOUR;
         while at < now {
             self.job(at).await;
             at += 24 * HOUR;
@@ -691,7 +691,7 @@ fn week_series(r: &Reference, from: Date, to: Date, filters: &str) -> Vec<(Strin
 /// The clock while the dataset is queried: 2026-11-30 10:00 UTC (23:00 in
 /// Auckland, 11:00 in Berlin: "today" is 2026-11-30 in both).
 fn query_now() -> i64 {
-    tally_core::zone::utc_midnight(date!(2026 - 11 - 30)) + 10 * HOUR
+    tally_core::time::zone::utc_midnight(date!(2026 - 11 - 30)) + 10 * HOUR
 }
 
 const FIRST_DAY: Date = date!(2026 - 11 - 20);
@@ -2187,9 +2187,9 @@ async fn metrics_selects_the_stats_fields() {
 /// batch fold of the same events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_range_is_streamed_holding_an_hour_of_rows_and_a_day_of_visits() {
-    use tally_core::aggregate::{FoldSpec, fold};
-    use tally_core::filter::Filter;
-    use tally_core::range::DateRange;
+    use tally_core::engine::aggregate::{FoldSpec, fold};
+    use tally_core::engine::filter::Filter;
+    use tally_core::engine::range::DateRange;
     use tally_query::read::{Buckets, Fold, Request, read};
     let h = Harness::start().await;
     let first = date!(2026 - 03 - 02);
@@ -2209,7 +2209,8 @@ async fn a_long_range_is_streamed_holding_an_hour_of_rows_and_a_day_of_visits() 
         .unwrap();
 
     // What a day and an hour hold, at most.
-    let mut events: Vec<tally_core::event::Event> = seeded.into_iter().map(|s| s.event).collect();
+    let mut events: Vec<tally_core::ingest::event::Event> =
+        seeded.into_iter().map(|s| s.event).collect();
     events.sort_by_key(|e| e.ts);
     let mut per_day: BTreeMap<Date, usize> = BTreeMap::new();
     let mut per_hour: BTreeMap<i64, usize> = BTreeMap::new();
@@ -2220,10 +2221,10 @@ async fn a_long_range_is_streamed_holding_an_hour_of_rows_and_a_day_of_visits() 
     let busiest_day = per_day.values().copied().max().unwrap();
     let busiest_hour = per_hour.values().copied().max().unwrap();
     // The batch fold of the same events, by local day.
-    let visits = tally_core::session::sessions(&events, &zone);
+    let visits = tally_core::engine::session::sessions(&events, &zone);
     let filter = Filter::parse("country!=DE").unwrap();
     let spec = FoldSpec {
-        dims: &[tally_core::dimension::Dimension::Page],
+        dims: &[tally_core::engine::dimension::Dimension::Page],
         props: &[],
         goals: &[],
         filter: &filter,
@@ -2255,7 +2256,7 @@ async fn a_long_range_is_streamed_holding_an_hour_of_rows_and_a_day_of_visits() 
             config: &config,
             deadline: None,
         };
-        let dims = [tally_core::dimension::Dimension::Page];
+        let dims = [tally_core::engine::dimension::Dimension::Page];
         h.counter.reset();
         let mut got = read(&query, &r, &[Fold::new(&filter, Buckets::Days).dims(&dims)])
             .await

@@ -23,10 +23,10 @@
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use tally_core::event::Kind;
-use tally_core::goal::{Goal, GoalRule, PageMatch};
-use tally_core::site::Site;
-use tally_core::zone::{Zone, utc_midnight};
+use tally_core::engine::goal::{Goal, GoalRule, PageMatch};
+use tally_core::ingest::event::Kind;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_midnight};
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
 use tally_store::clock::ManualClock;

@@ -10,9 +10,9 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use tally_core::goal::{Goal, GoalRule};
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::engine::goal::{Goal, GoalRule};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::Config;

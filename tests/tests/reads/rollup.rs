@@ -7,9 +7,9 @@
 use lambda_http::Body;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use tally_core::rollup::RollupSource;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::engine::rollup::RollupSource;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_query::store::DynamoQuery;
 use tally_query::{Config, handle_with};
@@ -272,7 +272,7 @@ async fn imported_days_are_never_overwritten() {
     let h = Harness::start().await;
     let (site, _) = site_with_key(&h, "hist", "UTC", 30).await;
     let day = date!(2026 - 11 - 27);
-    let mut imported = tally_core::rollup::empty_aggregate();
+    let mut imported = tally_core::engine::rollup::empty_aggregate();
     imported.totals.visitors = 12_345;
     h.store
         .put_rollup(
@@ -303,7 +303,7 @@ async fn imported_days_are_never_overwritten() {
         .put_rollup(
             "hist",
             day,
-            &tally_core::rollup::empty_aggregate(),
+            &tally_core::engine::rollup::empty_aggregate(),
             &RollupMeta {
                 source: RollupSource::Computed,
                 goals_fp: "",

@@ -11,13 +11,13 @@
 
 use serde_json::Value;
 use std::collections::BTreeSet;
+use tally_core::engine::segment::Manifest;
+use tally_core::ingest::site::Site;
 use tally_core::keys::{
     DAY_PART_PREFIX, PartLayout, manifest_sk, parse_part_sk, parse_segment_day_pk, part_key,
     part_layout, part_sk, segment_day_pk, segment_pk,
 };
-use tally_core::segment::Manifest;
-use tally_core::site::Site;
-use tally_core::zone::{Zone, format_date, utc_midnight};
+use tally_core::time::zone::{Zone, format_date, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_query::store::DynamoQuery;
 use tally_store::item::{key, string};

@@ -9,9 +9,9 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
-use tally_core::saved_segment::SegmentSpec;
-use tally_core::share::ShareSpec;
-use tally_core::site::Site;
+use tally_core::account::share::ShareSpec;
+use tally_core::ingest::site::Site;
+use tally_core::product::saved_segment::SegmentSpec;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_tests::reference::Reference;
 use tally_tests::{Api, Harness, status_and_json};
@@ -31,7 +31,7 @@ struct Rig {
 async fn rig() -> Rig {
     let h = Harness::start().await;
     let first = date!(2026 - 03 - 02);
-    let zone = tally_core::zone::Zone::parse("Europe/Berlin").unwrap();
+    let zone = tally_core::time::zone::Zone::parse("Europe/Berlin").unwrap();
     let mut site = Site::new("seg.example", &["seg.example".into()], zone.name(), 0).unwrap();
     site.retention_days = 3650;
     site.created_at = zone.day_start(first);
@@ -85,7 +85,7 @@ fn enc(s: &str) -> String {
 
 /// The most common page path and browser of the traffic.
 fn common(r: &Reference) -> (String, String) {
-    let top = |f: &dyn Fn(&tally_core::event::Event) -> String| {
+    let top = |f: &dyn Fn(&tally_core::ingest::event::Event) -> String| {
         let mut counts = std::collections::BTreeMap::<String, usize>::new();
         for e in &r.events {
             *counts.entry(f(e)).or_default() += 1;

@@ -9,9 +9,9 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::{Value, json};
-use tally_core::share::{self, PasswordHash, Share};
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::account::share::{self, PasswordHash, Share};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::Config;

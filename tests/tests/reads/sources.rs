@@ -13,8 +13,8 @@
 use lambda_http::Body;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use tally_core::site::Site;
-use tally_core::zone::{Zone, utc_midnight};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_query::store::DynamoQuery;
 use tally_query::{Config, handle_with};
@@ -96,7 +96,7 @@ fn paths() -> Vec<String> {
         if from == to || i == 3 {
             out.push(format!("timeseries?{r}&interval=hour"));
         }
-        for d in tally_core::dimension::Dimension::ALL {
+        for d in tally_core::engine::dimension::Dimension::ALL {
             out.push(format!("breakdown/{}?{r}&limit=1000", d.name()));
         }
         out.push(format!("dashboard?{r}&compare=previous&limit=1000"));
@@ -128,7 +128,7 @@ fn late_visit(template: &Seeded, at: i64, n: u32) -> Vec<Seeded> {
         .map(|i| {
             let mut e = template.clone();
             e.eid = format!("late{n}x{i}");
-            e.event.kind = tally_core::event::Kind::PageView;
+            e.event.kind = tally_core::ingest::event::Kind::PageView;
             e.event.ts = at + i64::from(i) * MINUTE_MS;
             e.event.sid = format!("late-session-{n}");
             e.event.vid = format!("{:016x}", 0xfeed_0000 + u64::from(n));
@@ -152,20 +152,20 @@ async fn every_report_from_rollups_segments_and_raw_equals_a_raw_recount() {
         (
             "signup",
             "Signup",
-            tally_core::goal::GoalRule::Event {
+            tally_core::engine::goal::GoalRule::Event {
                 name: "Signup".into(),
             },
         ),
         (
             "blog",
             "Blog",
-            tally_core::goal::GoalRule::Page {
+            tally_core::engine::goal::GoalRule::Page {
                 pattern: "/blog/*".into(),
-                matching: tally_core::goal::PageMatch::Wildcard,
+                matching: tally_core::engine::goal::PageMatch::Wildcard,
             },
         ),
     ] {
-        let goal = tally_core::goal::Goal::new(id, name, rule, 0).unwrap();
+        let goal = tally_core::engine::goal::Goal::new(id, name, rule, 0).unwrap();
         h.store.put_goal(SITE, &goal).await.unwrap();
     }
 
@@ -391,7 +391,7 @@ async fn damaged_segments_fall_back_to_raw_events_or_warn() {
     let truncate = |b: &[u8]| Some(b[..b.len() * 2 / 3].to_vec());
     let future_version = |b: &[u8]| {
         let mut b = b.to_vec();
-        b[3] = tally_core::segment::VERSION + 1;
+        b[3] = tally_core::engine::segment::VERSION + 1;
         Some(b)
     };
     damage_parts(&h, damaged[0], now, flip).await;

@@ -10,10 +10,10 @@
 use lambda_http::Body;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use tally_core::dimension::Dimension;
-use tally_core::query::plausible::label::label;
-use tally_core::site::Site;
-use tally_core::zone::{Zone, utc_midnight};
+use tally_core::engine::dimension::Dimension;
+use tally_core::engine::query::plausible::label::label;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_query::store::DynamoQuery;
 use tally_query::{Config, handle_with};
@@ -43,10 +43,10 @@ impl Rig {
         let site = Site::new(SITE, &[SITE.into()], "Europe/Berlin", start).unwrap();
         h.store.create_site(&site).await.unwrap();
         let key = tally_tests::new_key(&h.store, SITE, 7).await;
-        let goal = tally_core::goal::Goal::new(
+        let goal = tally_core::engine::goal::Goal::new(
             "signup",
             "Signup",
-            tally_core::goal::GoalRule::Event {
+            tally_core::engine::goal::GoalRule::Event {
                 name: "Signup".into(),
             },
             0,
@@ -58,7 +58,7 @@ impl Rig {
         events.retain(|e| e.event.ts < now - 60_000);
         // Every third custom event carries a plan.
         for (i, e) in events.iter_mut().enumerate() {
-            if e.event.kind == tally_core::event::Kind::Custom && i % 3 == 0 {
+            if e.event.kind == tally_core::ingest::event::Kind::Custom && i % 3 == 0 {
                 let plan = if i % 2 == 0 { "pro" } else { "free" };
                 e.event.props.insert("plan".into(), plan.into());
             }
@@ -212,7 +212,7 @@ async fn v2_answers_the_documented_queries_like_the_reference() {
         assert_eq!(v["query"]["metrics"], json!(all));
         assert_eq!(
             v["query"]["date_range"][0].as_str().unwrap()[..10],
-            tally_core::zone::format_date(from)
+            tally_core::time::zone::format_date(from)
         );
     }
 
@@ -325,7 +325,7 @@ async fn v2_answers_the_documented_queries_like_the_reference() {
     let want: Vec<(String, Counts)> = r
         .days(from, to, "")
         .into_iter()
-        .map(|(d, c)| (tally_core::zone::format_date(d), c))
+        .map(|(d, c)| (tally_core::time::zone::format_date(d), c))
         .collect();
     assert_eq!(v["meta"]["time_labels"].as_array().unwrap().len(), 7);
     let results = v["results"].as_array().unwrap();
@@ -393,8 +393,8 @@ async fn v2_answers_the_documented_queries_like_the_reference() {
     let mut want: BTreeMap<String, u64> = BTreeMap::new();
     for e in &r.events {
         let local = r.zone.local_date(e.ts);
-        if (e.kind == tally_core::event::Kind::Custom
-            || e.kind == tally_core::event::Kind::PageView)
+        if (e.kind == tally_core::ingest::event::Kind::Custom
+            || e.kind == tally_core::ingest::event::Kind::PageView)
             && local >= from
             && local <= to
         {
@@ -475,7 +475,7 @@ async fn v1_endpoints_have_their_shapes_and_numbers() {
     assert_eq!(rows.len(), 7, "every day, zero-filled");
     let want = r.days(from, to, "");
     for (row, (d, c)) in rows.iter().zip(want) {
-        assert_eq!(row["date"], tally_core::zone::format_date(d));
+        assert_eq!(row["date"], tally_core::time::zone::format_date(d));
         assert_eq!(row["visitors"], c.visitors);
     }
 

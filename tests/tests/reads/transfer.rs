@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use tally_cli::transfer::{self, EventFormat, Replace, TransferError};
-use tally_core::goal::{Goal, GoalRule};
-use tally_core::range::DateRange;
-use tally_core::site::Site;
-use tally_core::zone::{Zone, utc_midnight};
+use tally_core::engine::goal::{Goal, GoalRule};
+use tally_core::engine::range::DateRange;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::{Zone, utc_midnight};
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
@@ -222,7 +222,7 @@ async fn a_sites_history_exported_and_imported_answers_the_same() {
     let mut day = FIRST - time::Duration::days(1);
     while day <= LAST + time::Duration::days(1) {
         let (r, day_text) = export(DateRange { from: day, to: day }, EventFormat::Ndjson).await;
-        let prefix = tally_core::zone::format_date(day);
+        let prefix = tally_core::time::zone::format_date(day);
         for line in day_text.lines() {
             let v: Value = serde_json::from_str(line).unwrap();
             let local = zone.local_date(
@@ -234,20 +234,20 @@ async fn a_sites_history_exported_and_imported_answers_the_same() {
                 .unix_timestamp()
                     * 1000,
             );
-            assert_eq!(tally_core::zone::format_date(local), prefix, "{line}");
+            assert_eq!(tally_core::time::zone::format_date(local), prefix, "{line}");
         }
         by_day += r.rows;
         day += time::Duration::days(1);
     }
     assert_eq!(by_day, stored);
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    for field in tally_core::export::FIELDS {
+    for field in tally_core::engine::export::FIELDS {
         assert!(first.get(field).is_some(), "{field}: {first}");
     }
     let (_, csv_text) = export(range, EventFormat::Csv).await;
     assert_eq!(
         csv_text.lines().next().unwrap(),
-        tally_core::export::FIELDS.join(",")
+        tally_core::engine::export::FIELDS.join(",")
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

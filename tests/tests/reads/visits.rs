@@ -11,9 +11,9 @@
 
 use serde_json::Value;
 use std::collections::BTreeSet;
-use tally_core::event::Kind;
-use tally_core::site::Site;
-use tally_core::zone::Zone;
+use tally_core::ingest::event::Kind;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::Zone;
 use tally_core::{HOUR_MS, MINUTE_MS};
 use tally_query::Config;
 use tally_query::store::DynamoQuery;

@@ -14,9 +14,9 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use tally_core::site::Site;
-use tally_core::vitals::{ALL, RELATIVE_ERROR, Rating, Vital};
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::ingest::vitals::{ALL, RELATIVE_ERROR, Rating, Vital};
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::Config;
@@ -421,7 +421,7 @@ async fn pre_vitals_rollup(h: &Harness, day: time::Date) {
     let Some(AttributeValue::B(data)) = item.get("data") else {
         panic!("{sk}: no data");
     };
-    let mut agg = tally_core::rollup::decode_dims(data.as_ref()).unwrap();
+    let mut agg = tally_core::engine::rollup::decode_dims(data.as_ref()).unwrap();
     assert!(
         agg.totals.vitals.is_some(),
         "{sk}: the job rolled up vitals"
@@ -432,7 +432,7 @@ async fn pre_vitals_rollup(h: &Harness, day: time::Date) {
             m.vitals = None;
         }
     }
-    let bytes = tally_core::rollup::encode_dims(&agg).bytes;
+    let bytes = tally_core::engine::rollup::encode_dims(&agg).bytes;
     item.insert("data".into(), AttributeValue::B(Blob::new(bytes)));
     item.insert("v".into(), AttributeValue::N("1".into()));
     h.store

@@ -6,7 +6,7 @@
 
 use serde_norway::Value;
 use std::path::PathBuf;
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;
@@ -894,7 +894,7 @@ fn a_failed_first_deploy_retries_and_an_existing_table_is_adopted() {
 /// counting (a page view stored and rolled up there).
 #[tokio::test]
 async fn a_restored_copy_of_the_table_answers_every_report_the_same() {
-    use tally_core::zone::utc_midnight;
+    use tally_core::time::zone::utc_midnight;
     use tally_core::{DAY_MS, HOUR_MS};
     use tally_query::store::DynamoQuery;
     use tally_store::{ClientOptions, Store};

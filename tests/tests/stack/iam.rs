@@ -11,8 +11,8 @@
 use lambda_http::Body;
 use serde_norway::Value;
 use std::collections::BTreeSet;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_query::store::DynamoQuery;
@@ -167,10 +167,10 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     site.retention_days = 60;
     h.store.create_site(&site).await.unwrap();
     let key = tally_tests::new_key(&h.store, "iam", 4).await;
-    let goal = tally_core::goal::Goal::new(
+    let goal = tally_core::engine::goal::Goal::new(
         "g",
         "G",
-        tally_core::goal::GoalRule::Event {
+        tally_core::engine::goal::GoalRule::Event {
             name: "Signup".into(),
         },
         0,
@@ -286,7 +286,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     // zone: the weekly report is due): one mail sent and marked, one SES
     // refuses (its claim given back), then a rerun sends nothing.
     for (email, monthly) in [("ok@example.com", false), ("refused@example.com", true)] {
-        let sub = tally_core::report_mail::SubscriptionSpec {
+        let sub = tally_core::product::report_mail::SubscriptionSpec {
             email: email.into(),
             weekly: true,
             monthly,
@@ -390,16 +390,16 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     }
     // A password-protected shared link unlocked: the minute's attempt is
     // counted in the table (one conditional UpdateItem).
-    let token = tally_core::share::token_from_bytes("iam", &[7; 20]);
-    let link = tally_core::share::Share {
-        hash: tally_core::share::hash_token(&token),
-        prefix: tally_core::share::shown_prefix(&token),
+    let token = tally_core::account::share::token_from_bytes("iam", &[7; 20]);
+    let link = tally_core::account::share::Share {
+        hash: tally_core::account::share::hash_token(&token),
+        prefix: tally_core::account::share::shown_prefix(&token),
         label: "iam".into(),
         filter: String::new(),
         created_at: 0,
         expires_at: None,
         password: Some(
-            tally_core::share::PasswordHash::new("open sesame", &[7; 16], 1_000).unwrap(),
+            tally_core::account::share::PasswordHash::new("open sesame", &[7; 16], 1_000).unwrap(),
         ),
         revoked_at: None,
         segment: None,

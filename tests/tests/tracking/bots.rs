@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used)]
 
 use serde_json::Value;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_ingest::config::BotSignals;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};

@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS};
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use lambda_http::Body;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_query::store::DynamoQuery;

@@ -11,8 +11,8 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::Body;
 use std::collections::BTreeMap;
-use tally_core::site::Site;
-use tally_core::zone::utc_midnight;
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::utc_midnight;
 use tally_ingest::store::DynamoIngest;
 use tally_ingest::{Config, handle};
 use tally_store::clock::ManualClock;

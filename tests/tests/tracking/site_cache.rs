@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
-use tally_core::site::Site;
+use tally_core::ingest::site::Site;
 use tally_store::sites::SiteCache;
 use tally_tests::Harness;
 

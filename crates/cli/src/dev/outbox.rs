@@ -154,7 +154,7 @@ fn sent_at(ms: i64) -> String {
 
 /// HTML-escapes text for an element or a quoted attribute (core's rule,
 /// the report mail's too).
-use tally_core::report_mail::render::escape_html as escape;
+use tally_core::product::report_mail::render::escape_html as escape;
 
 /// Escapes `text`, making each `http://` or `https://` word a link.
 fn linkify(text: &str) -> String {

@@ -6,14 +6,14 @@
 
 #![allow(dead_code)]
 
-use tally_core::aggregate::FoldSpec;
-use tally_core::classify::referrer::Channel;
-use tally_core::classify::ua::DeviceType;
-use tally_core::dimension::Dimension;
-use tally_core::event::{Event, Kind, Revenue};
-use tally_core::filter::Filter;
-use tally_core::scan::{ScanSpec, TopProps};
-use tally_core::segment::{HourBlocks, encode_hour};
+use tally_core::engine::aggregate::FoldSpec;
+use tally_core::engine::dimension::Dimension;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::scan::{ScanSpec, TopProps};
+use tally_core::engine::segment::{HourBlocks, encode_hour};
+use tally_core::ingest::classify::referrer::Channel;
+use tally_core::ingest::classify::ua::DeviceType;
+use tally_core::ingest::event::{Event, Kind, Revenue};
 use tally_core::{HOUR_MS, Millis};
 
 /// 2025-12-01T00:00Z.

@@ -2,8 +2,8 @@
 //! everyone (issue 29, item 4): live API keys, live shared links and
 //! affiliates per site, signed-in sessions per user. Personal saved
 //! segments and annotations have caps per member of their own
-//! ([`crate::saved_segment::MAX_PERSONAL_SEGMENTS`],
-//! [`crate::annotation::MAX_PERSONAL_ANNOTATIONS`]) and do not count
+//! ([`crate::product::saved_segment::MAX_PERSONAL_SEGMENTS`],
+//! [`crate::product::annotation::MAX_PERSONAL_ANNOTATIONS`]) and do not count
 //! toward the site's.
 
 use crate::Millis;

@@ -63,7 +63,7 @@ pub fn check(
     match token {
         Some(token)
             if !session_csrf.is_empty()
-                && crate::auth::constant_time_eq(
+                && crate::ingest::salt::constant_time_eq(
                     token.trim().as_bytes(),
                     session_csrf.as_bytes(),
                 ) =>

@@ -15,7 +15,7 @@
 //! attempt counts in the first three. A unit is taken before the check and
 //! given back when the password or code was right, so parallel guesses
 //! cannot slip past the limit. The network is a keyed hash of the address
-//! (an IPv6 /64), never the address ([`crate::salt::network_id`]).
+//! (an IPv6 /64), never the address ([`crate::ingest::salt::network_id`]).
 
 use crate::{HOUR_MS, MINUTE_MS, Millis};
 
@@ -196,13 +196,13 @@ pub fn verdict(counts: &[(Window, u32)], now: Millis) -> Result<(), u64> {
 /// of the email, so attempts at unknown and known emails are limited alike
 /// (and a 429 tells nothing about whether an account exists).
 pub fn account_for_unknown_email(email: &str) -> String {
-    let hash = crate::auth::hash_key(&format!("email|{email}"));
+    let hash = crate::account::auth::hash_key(&format!("email|{email}"));
     format!("email-{}", &hash[..16])
 }
 
 /// The hash a device id is counted and remembered by.
 pub fn device_hash(device: &str) -> String {
-    crate::auth::hash_key(&format!("device|{device}"))[..32].to_owned()
+    crate::account::auth::hash_key(&format!("device|{device}"))[..32].to_owned()
 }
 
 #[cfg(test)]

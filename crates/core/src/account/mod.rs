@@ -1,6 +1,10 @@
-//! Accounts of the console (issue 21): who may sign in and what they may
-//! do, as pure logic. Time and randomness are passed in.
+//! Who may read and change what: console accounts, API keys, shared
+//! links and the credential tags that tell a guessed credential from a
+//! real one, as pure logic. Time and randomness are passed in.
 //!
+//! - [`auth`]: API keys: their format, their stored hash, the bearer header.
+//! - [`share`]: shared dashboard links: read-only tokens for one site.
+//! - [`tag`]: credential tags: a MAC under the deployment secret.
 //! - [`role`]: roles, actions, the permission matrix, API key scopes.
 //! - [`caps`]: how many keys, links, affiliates and sessions one may hold.
 //! - [`password`]: the length rule and Argon2id PHC hashes.
@@ -14,6 +18,7 @@
 //! - [`record`]: the stored records (users, sessions, memberships, …)
 //!   and the audit entry.
 
+pub mod auth;
 pub mod caps;
 pub mod cookie;
 pub mod csrf;
@@ -21,7 +26,9 @@ pub mod guess;
 pub mod password;
 pub mod record;
 pub mod role;
+pub mod share;
 pub mod signin;
+pub mod tag;
 pub mod token;
 pub mod totp;
 

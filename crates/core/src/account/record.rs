@@ -381,7 +381,7 @@ pub fn valid_email(email: &str) -> Option<String> {
 /// What a session is listed as: "Chrome on macOS", from the user agent,
 /// which itself is never stored.
 pub fn session_label(user_agent: &str) -> String {
-    let ua = crate::classify::ua::classify_user_agent(user_agent);
+    let ua = crate::ingest::classify::ua::classify_user_agent(user_agent);
     format!("{} on {}", ua.browser, ua.os)
 }
 

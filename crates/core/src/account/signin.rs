@@ -59,7 +59,7 @@ impl Claim {
     pub fn accepts(&self, stored: Option<Session>, now: Millis) -> Option<Session> {
         stored.filter(|s| {
             s.uid == self.uid
-                && crate::auth::constant_time_eq(s.hash.as_bytes(), self.hash.as_bytes())
+                && crate::ingest::salt::constant_time_eq(s.hash.as_bytes(), self.hash.as_bytes())
                 && s.is_live(now)
         })
     }

@@ -1,7 +1,7 @@
-//! The console's tokens and ids, shaped like API keys ([`crate::auth`]):
+//! The console's tokens and ids, shaped like API keys ([`crate::account::auth`]):
 //! a prefix, 40 lower-case hex characters (160 random bits) and, for most,
 //! a dot and a non-secret suffix that says where to look the token up.
-//! Only `sha256(token)` is stored ([`crate::auth::hash_key`]).
+//! Only `sha256(token)` is stored ([`crate::account::auth::hash_key`]).
 //!
 //! | token | form | stored at |
 //! | --- | --- | --- |
@@ -64,7 +64,7 @@ pub fn valid_device_id(text: &str) -> bool {
 
 /// A session token of user `uid` from 20 random bytes.
 pub fn session_token(uid: &str, bytes: &[u8; 20]) -> String {
-    crate::auth::credential_from_bytes(SESSION_PREFIX, uid, bytes)
+    crate::account::auth::credential_from_bytes(SESSION_PREFIX, uid, bytes)
 }
 
 /// The user of a well-formed session token.
@@ -74,7 +74,7 @@ pub fn session_user(token: &str) -> Option<&str> {
 
 /// A 2FA challenge of user `uid` from 20 random bytes.
 pub fn challenge_token(uid: &str, bytes: &[u8; 20]) -> String {
-    crate::auth::credential_from_bytes(CHALLENGE_PREFIX, uid, bytes)
+    crate::account::auth::credential_from_bytes(CHALLENGE_PREFIX, uid, bytes)
 }
 
 /// The user of a well-formed 2FA challenge.
@@ -84,17 +84,17 @@ pub fn challenge_user(token: &str) -> Option<&str> {
 
 /// An invite to `site` from 20 random bytes.
 pub fn invite_token(site: &str, bytes: &[u8; 20]) -> String {
-    crate::auth::credential_from_bytes(INVITE_PREFIX, site, bytes)
+    crate::account::auth::credential_from_bytes(INVITE_PREFIX, site, bytes)
 }
 
 /// The site of a well-formed invite.
 pub fn invite_site(token: &str) -> Option<&str> {
-    crate::auth::credential_site(INVITE_PREFIX, token)
+    crate::account::auth::credential_site(INVITE_PREFIX, token)
 }
 
 /// A password reset token of user `uid` from 20 random bytes.
 pub fn reset_token(uid: &str, bytes: &[u8; 20]) -> String {
-    crate::auth::credential_from_bytes(RESET_PREFIX, uid, bytes)
+    crate::account::auth::credential_from_bytes(RESET_PREFIX, uid, bytes)
 }
 
 /// The user of a well-formed password reset token.
@@ -114,14 +114,14 @@ pub fn is_setup_token(token: &str) -> bool {
         .is_some_and(|random| is_lower_hex(random, RANDOM_HEX))
 }
 
-/// The suffix after `{prefix}{40 hex}[{tag}].` ([`crate::tag`]).
+/// The suffix after `{prefix}{40 hex}[{tag}].` ([`crate::account::tag`]).
 fn suffixed<'a>(prefix: &str, token: &'a str) -> Option<&'a str> {
-    crate::auth::credential_suffix(prefix, token)
+    crate::account::auth::credential_suffix(prefix, token)
 }
 
 /// The stored hash of any token: hex SHA-256.
 pub fn hash_token(token: &str) -> String {
-    crate::auth::hash_key(token)
+    crate::account::auth::hash_key(token)
 }
 
 /// A session's public id, as listed and revoked: the first
@@ -149,8 +149,8 @@ mod tests {
         assert!(session.starts_with("tse_0101"));
         assert_eq!(session_user(&session), Some(uid.as_str()));
         // Never taken for a shared link's token (`ts_…{site}`).
-        assert_eq!(crate::share::token_site(&session), None);
-        assert_eq!(crate::auth::key_site(&session), None);
+        assert_eq!(crate::account::share::token_site(&session), None);
+        assert_eq!(crate::account::auth::key_site(&session), None);
         assert_eq!(challenge_user(&session), None);
         let challenge = challenge_token(&uid, &[2; 20]);
         assert_eq!(challenge_user(&challenge), Some(uid.as_str()));
@@ -168,8 +168,8 @@ mod tests {
         assert_eq!(challenge_user(&reset), None);
         assert_eq!(reset_user(&session), None);
         assert_eq!(reset_user(&challenge), None);
-        assert_eq!(crate::auth::key_site(&reset), None);
-        assert_eq!(crate::share::token_site(&reset), None);
+        assert_eq!(crate::account::auth::key_site(&reset), None);
+        assert_eq!(crate::account::share::token_site(&reset), None);
     }
 
     #[test]

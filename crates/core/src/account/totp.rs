@@ -107,7 +107,8 @@ pub fn verify(secret: &[u8], code: &str, now: Millis, last_step: Option<i64>) ->
             continue;
         }
         let expected = format_code(hotp(secret, step as u64, DIGITS));
-        if crate::auth::constant_time_eq(expected.as_bytes(), code.as_bytes()) && accepted.is_none()
+        if crate::ingest::salt::constant_time_eq(expected.as_bytes(), code.as_bytes())
+            && accepted.is_none()
         {
             accepted = Some(step);
         }

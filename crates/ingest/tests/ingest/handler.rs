@@ -7,10 +7,10 @@
 use lambda_http::{Body, Request};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use tally_core::event::Event;
+use tally_core::ingest::event::Event;
+use tally_core::ingest::salt::{DailySalt, Secret, daily_salt};
+use tally_core::ingest::site::Site;
 use tally_core::keys::EventKey;
-use tally_core::salt::{DailySalt, Secret, daily_salt};
-use tally_core::site::Site;
 use tally_ingest::script::{
     AFFILIATE_SCRIPT, FORMS_SCRIPT, PLAUSIBLE_SCRIPT, SCRIPT, VITALS_SCRIPT, affiliate_etag, etag,
     forms_etag, plausible_etag, vitals_etag,
@@ -221,7 +221,7 @@ async fn serves_the_affiliate_module_with_its_own_etag_and_answers_304() {
     // of a-z, 0-9, '-', '_').
     assert!(AFFILIATE_SCRIPT.contains("'tally_aff'"));
     assert!(AFFILIATE_SCRIPT.contains("/^[a-z0-9_-]{1,64}$/"));
-    assert_eq!(tally_core::conversion::MAX_SLUG_BYTES, 64);
+    assert_eq!(tally_core::product::conversion::MAX_SLUG_BYTES, 64);
     // It sends nothing and keeps no URL: no request API, no location but
     // the query string it reads.
     for api in [

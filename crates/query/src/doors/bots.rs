@@ -14,7 +14,7 @@ use crate::error::{ApiError, json_response};
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
-use tally_core::payload::BotReason;
+use tally_core::ingest::payload::BotReason;
 use tally_store::bots::BotDay;
 
 /// `GET …/bots`.
@@ -89,7 +89,7 @@ pub fn report(site: &str, from: String, to: String, days: &[BotDay]) -> BotsRepo
                 reasons.add(reason, n);
             }
             BotsDay {
-                date: tally_core::zone::format_date(d.day),
+                date: tally_core::time::zone::format_date(d.day),
                 total: day.total(),
                 reasons: day,
             }
@@ -121,8 +121,8 @@ pub(crate) async fn bots<S: QueryStore>(
         .await?;
     let body = report(
         &reader.site.id,
-        tally_core::zone::format_date(range.from),
-        tally_core::zone::format_date(range.to),
+        tally_core::time::zone::format_date(range.from),
+        tally_core::time::zone::format_date(range.to),
         &days,
     );
     Ok(json_response(200, &body))

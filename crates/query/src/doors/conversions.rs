@@ -1,5 +1,5 @@
 //! Trusted conversions and affiliates' commissions
-//! (`tally_core::conversion`).
+//! (`tally_core::product::conversion`).
 //!
 //! - [`record`]: `POST …/conversions` with a `write`-scoped API key (a
 //!   read key 403 `forbidden`; links and sessions never): the body checked
@@ -28,7 +28,7 @@ use crate::error::{ApiError, json_response};
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
-use tally_core::conversion::{self, ConversionError, LIST_DEFAULT, LIST_MAX, WriteBody};
+use tally_core::product::conversion::{self, ConversionError, LIST_DEFAULT, LIST_MAX, WriteBody};
 
 /// Largest body of a conversion.
 pub const MAX_BODY_BYTES: usize = 8 * 1024;
@@ -62,8 +62,8 @@ pub(crate) async fn record<S: QueryStore>(
     // A budget per key: 429 past CONVERSIONS_PER_MINUTE, nothing read or
     // stored.
     let key_hash = tally_lambda::request::header(request, "authorization")
-        .and_then(|h| tally_core::auth::bearer(Some(h)).ok())
-        .map(tally_core::auth::hash_key)
+        .and_then(|h| tally_core::account::auth::bearer(Some(h)).ok())
+        .map(tally_core::account::auth::hash_key)
         .unwrap_or_default();
     if !config.guard.take_conversion(&key_hash, now) {
         return Err(ApiError {
@@ -94,7 +94,7 @@ pub(crate) async fn record<S: QueryStore>(
         None => None,
     };
     let reader = Reader::new(&site, now, config);
-    let date = tally_core::zone::format_date(reader.zone.local_date(now));
+    let date = tally_core::time::zone::format_date(reader.zone.local_date(now));
     let c = spec.into_conversion(now, date, affiliate.as_ref());
     Ok(if store.put_conversion(&site.id, &c).await? {
         json_response(

@@ -1,5 +1,5 @@
 //! `journeys` and `transitions` under `/api/sites/{site}/`: parsed by
-//! `tally_core::query::tally::journeys::parse` (a shared link's filter
+//! `tally_core::engine::query::tally::journeys::parse` (a shared link's filter
 //! and segments joined to the request's, `crate::doors::saved`; `goal=`
 //! resolved against the site's goals), answered by one [`Reader`] batch like every report, rendered as typed
 //! bodies and written as JSON or CSV ([`crate::download::respond_rows`]).
@@ -13,8 +13,8 @@ use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
-use tally_core::query::tally::body::Site;
-use tally_core::query::tally::journeys::{self, JourneyBody, Which};
+use tally_core::engine::query::tally::body::Site;
+use tally_core::engine::query::tally::journeys::{self, JourneyBody, Which};
 
 /// A `journeys` or `transitions` report (`name` names its CSV file).
 pub(crate) async fn report<S: QueryStore>(
@@ -44,7 +44,7 @@ pub(crate) async fn report<S: QueryStore>(
         id: &reader.site.id,
         zone: &reader.zone,
     };
-    let empty = tally_core::query::Answer::default();
+    let empty = tally_core::engine::query::Answer::default();
     let body = journeys::render(&parsed, site, answers.first().unwrap_or(&empty));
     let rows = body.records();
     let format = parsed.base.format;

@@ -1,5 +1,5 @@
 //! The doors: each parses a request into typed queries
-//! (`tally_core::query`), answers them through one [`crate::batch`], and
+//! (`tally_core::engine::query`), answers them through one [`crate::batch`], and
 //! renders the typed answers.
 //!
 //! - [`reports`]: Tally's `stats`, `timeseries`, `breakdown/{dimension}`,
@@ -51,8 +51,8 @@ pub(crate) fn local_period(
 ) -> Result<(String, String, BTreeMap<String, String>), crate::error::ApiError> {
     let (range, params) = local_range(reader, request, what, others)?;
     Ok((
-        tally_core::zone::format_date(range.from),
-        tally_core::zone::format_date(range.to),
+        tally_core::time::zone::format_date(range.from),
+        tally_core::time::zone::format_date(range.to),
         params,
     ))
 }
@@ -63,7 +63,13 @@ pub(crate) fn local_range(
     request: &Request,
     what: &str,
     others: &[&str],
-) -> Result<(tally_core::range::DateRange, BTreeMap<String, String>), crate::error::ApiError> {
+) -> Result<
+    (
+        tally_core::engine::range::DateRange,
+        BTreeMap<String, String>,
+    ),
+    crate::error::ApiError,
+> {
     let params = params(request);
     let known = |k: &str| ["period", "from", "to"].contains(&k) || others.contains(&k);
     if let Some(unknown) = params.keys().find(|k| !known(k)) {
@@ -81,9 +87,14 @@ pub(crate) fn local_range(
     let get = |k: &str| params.get(k).map(String::as_str).filter(|s| !s.is_empty());
     let ctx = reader.context();
     let today = ctx.zone.local_date(ctx.now);
-    let (_, range) =
-        tally_core::range::resolve(get("period"), get("from"), get("to"), today, ctx.first_day)
-            .map_err(tally_core::query::ParseError::from)?;
+    let (_, range) = tally_core::engine::range::resolve(
+        get("period"),
+        get("from"),
+        get("to"),
+        today,
+        ctx.first_day,
+    )
+    .map_err(tally_core::engine::query::ParseError::from)?;
     Ok((range, params))
 }
 

@@ -20,7 +20,7 @@
 //! Each site's figures are the answers of the queries its own reports
 //! make: `stats?period=30d&compare=previous&metrics=visitors` and
 //! `timeseries?period=30d&interval=day&metrics=visitors`, parsed by
-//! `tally_core::query::tally::parse` and answered by one
+//! `tally_core::engine::query::tally::parse` and answered by one
 //! [`Reader`] batch per site ([`crate::batch`]). The totals and the daily
 //! series of the 30 days are one fold (a total is the sum of its days);
 //! the 30 days before are a second, read beside it. Settled days come from
@@ -66,14 +66,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use tally_core::Millis;
 use tally_core::account::Role;
-use tally_core::auth::{self, AuthError};
-use tally_core::plan::Warning;
-use tally_core::query::answer::Answer;
-use tally_core::query::tally::{self, Endpoint};
-use tally_core::query::{Figure, Metric};
-use tally_core::share;
-use tally_core::site::Site;
-use tally_core::zone::format_date;
+use tally_core::account::auth::{self, AuthError};
+use tally_core::account::share;
+use tally_core::engine::plan::Warning;
+use tally_core::engine::query::answer::Answer;
+use tally_core::engine::query::tally::{self, Endpoint};
+use tally_core::engine::query::{Figure, Metric};
+use tally_core::ingest::site::Site;
+use tally_core::time::zone::format_date;
 
 /// Most sites one overview reads.
 pub const MAX_SITES: usize = 10;
@@ -334,7 +334,7 @@ fn figures(
     site: &Site,
     role: Option<Role>,
     reader: &Reader<'_>,
-    range: tally_core::range::DateRange,
+    range: tally_core::engine::range::DateRange,
     totals: &Answer,
     days: &Answer,
 ) -> SiteOverview {

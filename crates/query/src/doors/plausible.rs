@@ -2,9 +2,9 @@
 //! v2 (`POST /api/v2/query`) and v1 (`GET /api/v1/stats/realtime/visitors`,
 //! `aggregate`, `timeseries`, `breakdown`), with `Authorization: Bearer`
 //! and Tally's API keys (never a shared link). The body or query string is
-//! parsed into a typed query (`tally_core::query::plausible::{v2, v1}`),
+//! parsed into a typed query (`tally_core::engine::query::plausible::{v2, v1}`),
 //! answered by one [`Reader`] batch and rendered as Plausible shapes it
-//! (`tally_core::query::plausible::body`); errors are `{"error": "…"}`
+//! (`tally_core::engine::query::plausible::body`); errors are `{"error": "…"}`
 //! (`crate::error::plausible_error_response`).
 
 use crate::access::{self, Readers};
@@ -15,10 +15,10 @@ use crate::error::{ApiError, json_response, typed_response};
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
-use tally_core::filter::Filter;
-use tally_core::query::Context;
-use tally_core::query::plausible::{body, v1, v2};
-use tally_core::saved_segment;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::query::Context;
+use tally_core::engine::query::plausible::{body, v1, v2};
+use tally_core::product::saved_segment;
 use tally_store::clock::Clock;
 
 fn bad(message: impl Into<String>) -> ApiError {

@@ -1,19 +1,18 @@
 //! Realtime: visitors present now, counted from the window's raw events
-//! (`tally_core::query::realtime::count`: tabs that have not left, heard
+//! (`tally_core::engine::query::realtime::count`: tabs that have not left, heard
 //! from in the last five minutes), for Tally's `realtime` and Plausible
 //! v1's `realtime/visitors`. One read: the raw hour partitions the window
 //! overlaps (one Query each, per shard; BENCHMARKS.md, "The live view").
 
 use crate::access::Access;
-use crate::doors::reports;
 use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
-use tally_core::query::realtime::{self, AHEAD_MS, Realtime, WINDOW_MS};
-use tally_core::query::tally::body::RealtimeBody;
-use tally_core::site::Site;
+use tally_core::engine::query::realtime::{self, AHEAD_MS, Realtime, WINDOW_MS};
+use tally_core::engine::query::tally::body::RealtimeBody;
+use tally_core::ingest::site::Site;
 
 /// Visitors with a tab present and their latest pages.
 pub(crate) async fn count<S: QueryStore>(
@@ -37,7 +36,7 @@ pub(crate) async fn report<S: QueryStore>(
     access: &Access,
     now: Millis,
 ) -> Result<Response<Body>, ApiError> {
-    let format = reports::format(request)?;
+    let format = crate::download::requested_format(request)?;
     if matches!(access, Access::Share(s) if !s.filter.is_empty() || s.segment.is_some()) {
         return Err(ApiError {
             status: 403,

@@ -1,8 +1,8 @@
 //! Tally's reports under `/api/sites/{site}/`: `stats`, `timeseries`,
 //! `breakdown/{dimension}`, `dashboard` and `funnels/{id}` parsed by
-//! `tally_core::query::tally::parse` (a shared link's filter and saved
+//! `tally_core::engine::query::tally::parse` (a shared link's filter and saved
 //! segments joined to the request's, `crate::doors::saved`), answered by one [`Reader`] batch, rendered by
-//! `tally_core::query::tally::body::render` and written as JSON, CSV or ZIP
+//! `tally_core::engine::query::tally::body::render` and written as JSON, CSV or ZIP
 //! ([`crate::download`]); `funnels` lists the site's funnels.
 //!
 //! A funnel follows visits through their events, so it reads events only
@@ -12,24 +12,13 @@
 
 use crate::access::Access;
 use crate::batch::Reader;
-use crate::doors::params;
 use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
-use tally_core::export::{Cell, Record};
-use tally_core::query::tally::body::{self, FunnelList, Site};
-use tally_core::query::tally::{self, Endpoint, Format, FunnelInfo};
-
-/// The format a request asks for: `format=`, else its `Accept` header.
-pub(crate) fn format(request: &Request) -> Result<Format, ApiError> {
-    let params = params(request);
-    let accept = tally_lambda::request::header(request, "accept");
-    Ok(Format::parse(
-        params.get("format").map(String::as_str),
-        accept,
-    )?)
-}
+use tally_core::engine::export::{Cell, Record};
+use tally_core::engine::query::tally::body::{self, FunnelList, Site};
+use tally_core::engine::query::tally::{self, Endpoint, FunnelInfo};
 
 /// A report (`name` names its file: `stats`, `breakdown-page`, …);
 /// `funnel` is the id of `funnels/{id}`.
@@ -76,7 +65,7 @@ pub(crate) async fn funnels<S: QueryStore>(
     request: &Request,
     site: &str,
 ) -> Result<Response<Body>, ApiError> {
-    let format = format(request)?;
+    let format = crate::download::requested_format(request)?;
     let list = FunnelList {
         results: store
             .funnels(site)

@@ -1,5 +1,5 @@
 //! Saved segments and annotations at the query function
-//! (`tally_core::saved_segment`, `tally_core::annotation`).
+//! (`tally_core::product::saved_segment`, `tally_core::product::annotation`).
 //!
 //! [`narrowing`]: what every report of a request is narrowed by before
 //! its own `filters`: a shared link's filter, the segment the link is
@@ -25,11 +25,11 @@ use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tally_core::annotation::Annotation;
-use tally_core::export::{Cell, Record};
-use tally_core::filter::Filter;
-use tally_core::query::ParseError;
-use tally_core::saved_segment::{self, SavedSegment, SegmentError};
+use tally_core::engine::export::{Cell, Record};
+use tally_core::engine::filter::Filter;
+use tally_core::engine::query::ParseError;
+use tally_core::product::annotation::Annotation;
+use tally_core::product::saved_segment::{self, SavedSegment, SegmentError};
 
 impl From<SegmentError> for ApiError {
     fn from(e: SegmentError) -> Self {
@@ -194,7 +194,7 @@ pub(crate) async fn annotations<S: QueryStore>(
     request: &Request,
     access: &Access,
 ) -> Result<Response<Body>, ApiError> {
-    let format = crate::doors::reports::format(request)?;
+    let format = crate::download::requested_format(request)?;
     let (from, to, _) = crate::doors::local_period(reader, request, "annotations", &["format"])?;
     let uid = reader_uid(access);
     let results: Vec<AnnotationRow> = store

@@ -1,5 +1,5 @@
 //! The visits list (`GET …/visits`) and one visit's journey
-//! (`GET …/visits/{id}`), parsed and built by `tally_core::query::visits`.
+//! (`GET …/visits/{id}`), parsed and built by `tally_core::engine::query::visits`.
 //!
 //! The list reads the range's local days newest first, one at a time, each
 //! from its events through the read plan (`plan::events_only`: segments
@@ -24,17 +24,17 @@ use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tally_core::dimension::Level;
-use tally_core::filter::Filter;
-use tally_core::goal::Matcher;
-use tally_core::plan::{self, Plan};
-use tally_core::query::visits::{
+use tally_core::engine::dimension::Level;
+use tally_core::engine::filter::Filter;
+use tally_core::engine::goal::Matcher;
+use tally_core::engine::plan::{self, Plan};
+use tally_core::engine::query::visits::{
     self, Collector, Found, JourneyBody, VisitKey, VisitRow, VisitsBody, Wanted,
 };
-use tally_core::range::DateRange;
-use tally_core::rollup::compile_goals;
-use tally_core::segment::Manifest;
-use tally_core::zone::Zone;
+use tally_core::engine::range::DateRange;
+use tally_core::engine::rollup::compile_goals;
+use tally_core::engine::segment::Manifest;
+use tally_core::time::zone::Zone;
 use tally_store::detail::{Feed, StreamError, StreamLimits};
 use time::Date;
 
@@ -68,7 +68,7 @@ impl Job {
             },
             &self.zone,
         );
-        tally_core::stream::run(&mut plan, &mut sink, feed)?;
+        tally_core::engine::stream::run(&mut plan, &mut sink, feed)?;
         Ok(sink.finish())
     }
 }
@@ -134,9 +134,9 @@ pub(crate) async fn list<S: QueryStore>(
     // A segment's conditions come first, as in every report.
     if let Some(mut joined) = narrowing {
         joined.predicates.append(&mut parsed.filter.predicates);
-        if joined.predicates.len() > tally_core::filter::MAX_FILTERS {
-            let too_many = tally_core::filter::FilterError::TooMany;
-            return Err(tally_core::query::ParseError::from(too_many).into());
+        if joined.predicates.len() > tally_core::engine::filter::MAX_FILTERS {
+            let too_many = tally_core::engine::filter::FilterError::TooMany;
+            return Err(tally_core::engine::query::ParseError::from(too_many).into());
         }
         parsed.filter.predicates = joined.predicates;
     }

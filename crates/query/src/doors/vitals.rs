@@ -1,5 +1,5 @@
 //! `vitals` under `/api/sites/{site}/`: Web Vitals of a range's page views
-//! by a dimension, parsed by `tally_core::query::tally::vitals::parse` (a
+//! by a dimension, parsed by `tally_core::engine::query::tally::vitals::parse` (a
 //! shared link's filter joined to the request's), answered by one
 //! [`Reader`] batch like every report (rollups for settled days, segments
 //! and raw hours for the others), rendered as a typed body, written as
@@ -11,9 +11,9 @@ use crate::download;
 use crate::error::ApiError;
 use crate::store::QueryStore;
 use lambda_http::{Body, Request, Response};
-use tally_core::export::{Cell, Record};
-use tally_core::query::tally::body::Site;
-use tally_core::query::tally::vitals::{self, Figures, VitalsBody};
+use tally_core::engine::export::{Cell, Record};
+use tally_core::engine::query::tally::body::Site;
+use tally_core::engine::query::tally::vitals::{self, Figures, VitalsBody};
 
 /// The `vitals` report.
 pub(crate) async fn report<S: QueryStore>(
