@@ -319,6 +319,18 @@ struct Wire {
 
 /// Parses and validates one request body.
 pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {
+    let value = Value::Object(json_object(body, limits)?);
+    let wire: Wire =
+        serde_json::from_value(value).map_err(|e| Rejection::InvalidShape(e.to_string()))?;
+    validate(wire, limits)
+}
+
+/// A body as a JSON object, or why not: too large, empty, not UTF-8, not
+/// JSON, not an object (every door's first checks, in this order).
+pub fn json_object(
+    body: &[u8],
+    limits: &Limits,
+) -> Result<serde_json::Map<String, Value>, Rejection> {
     if body.len() > limits.max_body {
         return Err(Rejection::BodyTooLarge {
             limit: limits.max_body,
@@ -330,12 +342,10 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Hit, Drop>, Rejectio
     let text = std::str::from_utf8(body).map_err(|_| Rejection::InvalidEncoding)?;
     let value: Value =
         serde_json::from_str(text).map_err(|e| Rejection::InvalidJson(e.to_string()))?;
-    if !value.is_object() {
-        return Err(Rejection::InvalidShape("not an object".into()));
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(Rejection::InvalidShape("not an object".into())),
     }
-    let wire: Wire =
-        serde_json::from_value(value).map_err(|e| Rejection::InvalidShape(e.to_string()))?;
-    validate(wire, limits)
 }
 
 fn validate(w: Wire, limits: &Limits) -> Result<Result<Hit, Drop>, Rejection> {

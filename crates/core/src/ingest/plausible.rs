@@ -59,20 +59,7 @@ pub struct Submission {
 
 /// Parses and validates one Events API body.
 pub fn parse(body: &[u8], limits: &Limits) -> Result<Result<Submission, Drop>, Rejection> {
-    if body.len() > limits.max_body {
-        return Err(Rejection::BodyTooLarge {
-            limit: limits.max_body,
-        });
-    }
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(Rejection::EmptyBody);
-    }
-    let text = std::str::from_utf8(body).map_err(|_| Rejection::InvalidEncoding)?;
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| Rejection::InvalidJson(e.to_string()))?;
-    let Value::Object(map) = value else {
-        return Err(Rejection::InvalidShape("not an object".into()));
-    };
+    let map = crate::ingest::payload::json_object(body, limits)?;
     let field = |long: &str, short: &[&str]| -> Option<Value> {
         map.get(long)
             .or_else(|| short.iter().find_map(|k| map.get(*k)))
