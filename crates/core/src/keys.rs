@@ -18,7 +18,6 @@
 //! | segment part of the first layout (id `{hash}`: read until it expires, never written) | `SITE#{site}#SEG` | `P#{YYYY-MM-DD}#{hash}` |
 //! | daily salt | `SALT` | `DAY#{YYYY-MM-DD}` |
 //! | job state | `JOBS` | `JOB#{name}` |
-//! | rate window | `RATE#{site}#{minute}` | `{bucket}` |
 //! | user (console account) | `USER#{uid}` | `USER` |
 //! | email → user (unique by a conditional put) | `EMAIL#{email}` | `EMAIL` |
 //! | session | `USER#{uid}` | `SESSION#{sha256(token)}` |
@@ -499,19 +498,6 @@ pub fn guess_sk(window_start: Millis) -> String {
     window_start.to_string()
 }
 
-/// `RATE#{scope}#{minute}`: a per-minute rate-limit window. `scope` is a site
-/// id or a fixed word; `minute` counts minutes since the epoch.
-pub fn rate_pk(scope: &str, minute: i64) -> String {
-    format!("RATE#{}#{minute}", escape(scope))
-}
-
-/// Parses [`rate_pk`].
-pub fn parse_rate_pk(pk: &str) -> Option<(String, i64)> {
-    let rest = pk.strip_prefix("RATE#")?;
-    let (scope, minute) = rest.rsplit_once('#')?;
-    Some((unescape(scope)?, minute.parse().ok()?))
-}
-
 /// The key of one raw event: its site, the UTC hour partition (with an
 /// optional shard), and a sort key that orders events by time and is unique
 /// per event id.
@@ -841,8 +827,7 @@ mod tests {
             prop_assert_eq!(parse_site_sk(&sk), Some(site.as_str()));
             prop_assert_eq!(parse_goal_sk(&goal_sk(&name)), Some(name.clone()));
             prop_assert_eq!(parse_funnel_sk(&funnel_sk(&name)), Some(name.clone()));
-            prop_assert_eq!(parse_job_sk(&job_sk(&name)), Some(name.clone()));
-            prop_assert_eq!(parse_rate_pk(&rate_pk(&name, 42)), Some((name, 42)));
+            prop_assert_eq!(parse_job_sk(&job_sk(&name)), Some(name));
         }
 
         #[test]

@@ -2,7 +2,7 @@
 //! comparison ranges, and time-series intervals and buckets.
 
 use crate::Millis;
-use crate::time::zone::{Zone, format_date, parse_date};
+use crate::time::zone::{Zone, parse_date};
 use time::{Date, Duration, Month};
 
 /// The longest range a query may span, in days.
@@ -312,11 +312,6 @@ pub fn day_buckets(range: DateRange, interval: Interval) -> Vec<Date> {
         }
     }
     out
-}
-
-/// `YYYY-MM-DD` of a date (re-exported for report code).
-pub fn date_label(d: Date) -> String {
-    format_date(d)
 }
 
 #[cfg(test)]
