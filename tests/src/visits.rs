@@ -1,6 +1,6 @@
 //! The visits list and a journey as the reference sees them: the
 //! reference counter's visits ([`Reference`], built with plain loops from
-//! the stored raw events, without `tally_core::engine::session`), each shown with
+//! the stored raw events, without `tally_core::engine::visit`), each shown with
 //! docs/API.md's "Visits" fields, newest first; and an API row read back
 //! into the same shape (its `start` parsed as RFC 3339 back to an instant,
 //! so the offset the API wrote is checked too).

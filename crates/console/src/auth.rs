@@ -12,7 +12,7 @@ use lambda_http::{Body, Request, Response};
 use tally_core::Millis;
 use tally_core::account::signin::{self, Claim};
 use tally_core::account::{
-    InstanceSettings, Role, Session, User, cookie, csrf, guess, record, token,
+    ConsoleSession, InstanceSettings, Role, User, cookie, csrf, guess, record, token,
 };
 
 /// A signed-in request.
@@ -21,7 +21,7 @@ pub struct Signed {
     /// The user.
     pub user: User,
     /// Their session.
-    pub session: Session,
+    pub session: ConsoleSession,
     /// The instance settings, read once per request.
     pub settings: InstanceSettings,
 }
@@ -134,7 +134,7 @@ pub async fn signed_in<S: ConsoleStore>(
 pub async fn me<S: ConsoleStore>(
     store: &S,
     user: &User,
-    session: &Session,
+    session: &ConsoleSession,
     settings: &InstanceSettings,
 ) -> Result<Me, ConsoleError> {
     let sites = if user.instance_owner {
@@ -191,7 +191,7 @@ pub async fn start_session<S: ConsoleStore>(
     );
     let csrf_value = token::device_id_from_bytes(&random::<16>()?);
     let label = record::session_label(header(request, "user-agent").unwrap_or_default());
-    let session = Session::new(
+    let session = ConsoleSession::new(
         token::hash_token(&session_token),
         &user.id,
         label,

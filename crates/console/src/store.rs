@@ -5,7 +5,7 @@ use std::future::Future;
 use tally_core::Millis;
 use tally_core::account::guess::Window;
 use tally_core::account::{
-    AuditEntry, InstanceSettings, PasswordReset, PendingLogin, Role, Session, User,
+    AuditEntry, ConsoleSession, InstanceSettings, PasswordReset, PendingLogin, Role, User,
 };
 use tally_core::ingest::site::Site;
 use tally_store::accounts::{AuditLog, SetupRefused};
@@ -40,13 +40,13 @@ pub trait ConsoleStore: Send + Sync {
     /// it did.
     fn accept_totp_step(&self, uid: &str, step: i64) -> impl Fut<bool>;
     /// Stores a session.
-    fn put_session(&self, session: &Session) -> impl Fut<()>;
+    fn put_session(&self, session: &ConsoleSession) -> impl Fut<()>;
     /// A session by its token's hash.
-    fn session(&self, uid: &str, hash: &str) -> impl Fut<Option<Session>>;
+    fn session(&self, uid: &str, hash: &str) -> impl Fut<Option<ConsoleSession>>;
     /// A user's stored sessions.
-    fn sessions(&self, uid: &str) -> impl Fut<Vec<Session>>;
+    fn sessions(&self, uid: &str) -> impl Fut<Vec<ConsoleSession>>;
     /// Writes a session's `last_seen`.
-    fn touch_session(&self, session: &Session) -> impl Fut<()>;
+    fn touch_session(&self, session: &ConsoleSession) -> impl Fut<()>;
     /// Deletes a session: whether it existed.
     fn delete_session(&self, uid: &str, hash: &str) -> impl Fut<bool>;
     /// Stores a pending 2FA login.
@@ -107,16 +107,16 @@ impl ConsoleStore for Store {
     fn accept_totp_step(&self, uid: &str, step: i64) -> impl Fut<bool> {
         Store::accept_totp_step(self, uid, step)
     }
-    fn put_session(&self, session: &Session) -> impl Fut<()> {
+    fn put_session(&self, session: &ConsoleSession) -> impl Fut<()> {
         Store::put_session(self, session)
     }
-    fn session(&self, uid: &str, hash: &str) -> impl Fut<Option<Session>> {
+    fn session(&self, uid: &str, hash: &str) -> impl Fut<Option<ConsoleSession>> {
         Store::session(self, uid, hash)
     }
-    fn sessions(&self, uid: &str) -> impl Fut<Vec<Session>> {
+    fn sessions(&self, uid: &str) -> impl Fut<Vec<ConsoleSession>> {
         Store::sessions(self, uid)
     }
-    fn touch_session(&self, session: &Session) -> impl Fut<()> {
+    fn touch_session(&self, session: &ConsoleSession) -> impl Fut<()> {
         Store::touch_session(self, session)
     }
     fn delete_session(&self, uid: &str, hash: &str) -> impl Fut<bool> {

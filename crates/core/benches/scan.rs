@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use tally_core::engine::aggregate::fold;
 use tally_core::engine::filter::Filter;
 use tally_core::engine::scan::Scan;
-use tally_core::engine::session::sessions;
+use tally_core::engine::visit;
 use tally_core::time::zone::Zone;
 
 fn scan(c: &mut Criterion) {
@@ -83,7 +83,7 @@ fn scan(c: &mut Criterion) {
         .collect();
     g.bench_function("events_sessions_fold", |b| {
         b.iter(|| {
-            let visits = sessions(&all, &zone);
+            let visits = visit::visits(&all, &zone);
             black_box(fold(&visits, &stats.fold, |s| {
                 Some(zone.local_date(s.start))
             }))

@@ -8,7 +8,7 @@ use std::time::Instant;
 use tally_core::engine::aggregate::{FoldSpec, fold};
 use tally_core::engine::dimension::Dimension;
 use tally_core::engine::filter::Filter;
-use tally_core::engine::session::sessions;
+use tally_core::engine::visit;
 use tally_core::ingest::classify::referrer::Channel;
 use tally_core::ingest::classify::ua::DeviceType;
 use tally_core::ingest::event::{Event, Kind};
@@ -89,12 +89,12 @@ fn main() {
     let best = |f: &dyn Fn() -> f64| (0..5).map(|_| f()).fold(f64::MAX, f64::min);
     let t_sessions = best(&|| {
         let t = Instant::now();
-        let visits = sessions(&events, &zone);
+        let visits = visit::visits(&events, &zone);
         let secs = t.elapsed().as_secs_f64();
         assert!(!visits.is_empty());
         secs
     });
-    let visits = sessions(&events, &zone);
+    let visits = visit::visits(&events, &zone);
     println!(
         "{} events, {} visits; visits built in {t_sessions:.3} s",
         events.len(),

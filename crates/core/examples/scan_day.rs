@@ -48,7 +48,7 @@ use tally_core::engine::journey::{DayTable, Direction, JourneyQuery, MAX_STEPS};
 use tally_core::engine::rollup::{TRANSITION_ROWS, transitions_query};
 use tally_core::engine::scan::Scan;
 use tally_core::engine::segment::{blocks_of, decode_part, encode_hour, pack};
-use tally_core::engine::session::sessions;
+use tally_core::engine::visit;
 use tally_core::ingest::event::Kind;
 use tally_core::ingest::vitals::Vitals;
 use tally_core::time::zone::Zone;
@@ -193,7 +193,7 @@ fn main() {
                 }
             });
             events.sort_by_key(|e| e.ts);
-            let visits = sessions(&events, &zone);
+            let visits = visit::visits(&events, &zone);
             let out = fold(&visits, &day::stats(&filter).fold, |s| {
                 Some(zone.local_date(s.start))
             });

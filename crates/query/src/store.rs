@@ -13,7 +13,7 @@ use std::future::Future;
 use std::sync::Arc;
 use tally_core::Millis;
 use tally_core::account::share::Share;
-use tally_core::account::{InstanceSettings, Role, Session, User};
+use tally_core::account::{ConsoleSession, InstanceSettings, Role, User};
 use tally_core::engine::funnel::Funnel;
 use tally_core::engine::goal::Goal;
 use tally_core::engine::journey::DayTable;
@@ -71,7 +71,7 @@ pub trait QueryStore: Send + Sync {
         &self,
         uid: &str,
         hash: &str,
-    ) -> impl Future<Output = Result<Option<Session>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<ConsoleSession>, StoreError>> + Send;
     /// A user by id.
     fn user(&self, uid: &str) -> impl Future<Output = Result<Option<User>, StoreError>> + Send;
     /// The instance settings (`require_2fa`).
@@ -250,7 +250,7 @@ impl QueryStore for DynamoQuery {
         self.store.give_back_share_attempt(site, hash, minute).await
     }
 
-    async fn session(&self, uid: &str, hash: &str) -> Result<Option<Session>, StoreError> {
+    async fn session(&self, uid: &str, hash: &str) -> Result<Option<ConsoleSession>, StoreError> {
         self.store.session(uid, hash).await
     }
 

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 use tally_core::Millis;
 use tally_core::account::guess::Window;
 use tally_core::account::{
-    AuditEntry, InstanceSettings, Invite, Membership, PasswordReset, PendingLogin, Role, Session,
-    SetupToken, User,
+    AuditEntry, ConsoleSession, InstanceSettings, Invite, Membership, PasswordReset, PendingLogin,
+    Role, SetupToken, User,
 };
 use tally_core::keys::{self, INSTANCE_PK};
 
@@ -267,7 +267,7 @@ impl Store {
     }
 
     /// Stores a session (TTL when it can no longer be live).
-    pub async fn put_session(&self, session: &Session) -> Result<(), StoreError> {
+    pub async fn put_session(&self, session: &ConsoleSession) -> Result<(), StoreError> {
         self.put_as(
             session,
             keys::user_pk(&session.uid),
@@ -278,14 +278,18 @@ impl Store {
     }
 
     /// Reads a session by its token's hash.
-    pub async fn session(&self, uid: &str, hash: &str) -> Result<Option<Session>, StoreError> {
+    pub async fn session(
+        &self,
+        uid: &str,
+        hash: &str,
+    ) -> Result<Option<ConsoleSession>, StoreError> {
         self.get_as(keys::user_pk(uid), keys::session_sk(hash), true)
             .await
     }
 
     /// Every stored session of a user (some may have ended: check
-    /// [`Session::is_live`]).
-    pub async fn sessions(&self, uid: &str) -> Result<Vec<Session>, StoreError> {
+    /// [`ConsoleSession::is_live`]).
+    pub async fn sessions(&self, uid: &str) -> Result<Vec<ConsoleSession>, StoreError> {
         self.query_items(&keys::user_pk(uid), SortKeys::Prefix(keys::SESSION_PREFIX))
             .await?
             .into_iter()
@@ -294,7 +298,7 @@ impl Store {
     }
 
     /// Writes a session's `last_seen` (and its TTL), if it still exists.
-    pub async fn touch_session(&self, session: &Session) -> Result<(), StoreError> {
+    pub async fn touch_session(&self, session: &ConsoleSession) -> Result<(), StoreError> {
         let result = self
             .client
             .update_item()

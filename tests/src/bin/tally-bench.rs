@@ -25,7 +25,7 @@ use std::time::Instant;
 use tally_core::engine::aggregate::{FoldSpec, fold};
 use tally_core::engine::dimension::Dimension;
 use tally_core::engine::filter::Filter;
-use tally_core::engine::session::sessions;
+use tally_core::engine::visit;
 use tally_core::ingest::site::Site;
 use tally_core::time::zone::utc_midnight;
 use tally_core::{DAY_MS, HOUR_MS};
@@ -185,7 +185,7 @@ async fn dashboard() {
     let read = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let zone = site.zone();
-    let visits = sessions(&events, &zone);
+    let visits = visit::visits(&events, &zone);
     let filter = Filter::default();
     let spec = FoldSpec {
         dims: &[Dimension::Page],
@@ -344,7 +344,7 @@ async fn fold_bench() {
     let runs: Vec<f64> = (0..5)
         .map(|_| {
             let t = Instant::now();
-            let visits = sessions(&sorted, &zone);
+            let visits = visit::visits(&sorted, &zone);
             let out = fold(&visits, &spec, |s| Some(zone.local_date(s.start)));
             let secs = t.elapsed().as_secs_f64();
             assert!(out.contains_key(&day));
@@ -352,7 +352,7 @@ async fn fold_bench() {
         })
         .collect();
     let secs = runs.iter().copied().fold(f64::MAX, f64::min);
-    let visits = sessions(&sorted, &zone);
+    let visits = visit::visits(&sorted, &zone);
     let out = fold(&visits, &spec, |s| Some(zone.local_date(s.start)));
     println!(
         "pure fold, all 20 dimensions: {n} events, {} visits; first run {:.3} s, best of 5 {:.3} s = {:.2} M events/s (one core)",
@@ -363,7 +363,7 @@ async fn fold_bench() {
     );
     let spec_totals = FoldSpec { dims: &[], ..spec };
     let t = Instant::now();
-    let visits = sessions(&sorted, &zone);
+    let visits = visit::visits(&sorted, &zone);
     let _ = fold(&visits, &spec_totals, |s| Some(zone.local_date(s.start)));
     let secs = t.elapsed().as_secs_f64();
     println!(

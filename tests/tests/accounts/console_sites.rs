@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use tally_console::mail::{MailFuture, Mailer, Message};
 use tally_console::{Config, handle};
 use tally_core::account::share::ShareSpec;
-use tally_core::account::{KeyScope, Membership, Role, Session, User, token};
+use tally_core::account::{ConsoleSession, KeyScope, Membership, Role, User, token};
 use tally_core::engine::funnel::FunnelSpec;
 use tally_core::engine::goal::GoalSpec;
 use tally_core::ingest::site::Site;
@@ -166,7 +166,7 @@ impl Rig {
             let u = user(seed, email, io);
             assert!(rig.store.create_user(&u).await.unwrap());
             let t = token::session_token(&u.id, &[seed; 20]);
-            let session = Session::new(
+            let session = ConsoleSession::new(
                 token::hash_token(&t),
                 &u.id,
                 "test".into(),

@@ -614,7 +614,7 @@ async fn the_tab_id_is_stored_hashed_and_unlinkable_across_days() {
     assert_ne!(first, next_day, "nothing links the two days");
     // The day's two page views are still one visit.
     let day: Vec<Event> = events.iter().filter(|e| e.ts < midnight).cloned().collect();
-    let visits = tally_core::engine::session::sessions(&day, &Zone::utc());
+    let visits = tally_core::engine::visit::visits(&day, &Zone::utc());
     assert_eq!(visits.len(), 1);
     assert_eq!(visits[0].pageviews, 2);
 }

@@ -2221,7 +2221,7 @@ async fn a_long_range_is_streamed_holding_an_hour_of_rows_and_a_day_of_visits() 
     let busiest_day = per_day.values().copied().max().unwrap();
     let busiest_hour = per_hour.values().copied().max().unwrap();
     // The batch fold of the same events, by local day.
-    let visits = tally_core::engine::session::sessions(&events, &zone);
+    let visits = tally_core::engine::visit::visits(&events, &zone);
     let filter = Filter::parse("country!=DE").unwrap();
     let spec = FoldSpec {
         dims: &[tally_core::engine::dimension::Dimension::Page],

@@ -339,7 +339,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
     // and the all-sites view; an instance owner's overview lists every
     // site. Nothing is written: not even the session's `last_seen`.
     {
-        use tally_core::account::{Membership, Role, Session, User, token};
+        use tally_core::account::{ConsoleSession, Membership, Role, User, token};
         let now = tally_store::clock::Clock::now(&clock);
         for (seed, owner) in [(1u8, false), (2, true)] {
             let uid = token::user_id_from_bytes(&[seed; 8]);
@@ -365,7 +365,7 @@ async fn each_function_is_granted_exactly_what_its_code_calls() {
                 h.store.put_membership(&m).await.unwrap();
             }
             let session_token = token::session_token(&uid, &[seed; 20]);
-            let session = Session::new(
+            let session = ConsoleSession::new(
                 token::hash_token(&session_token),
                 &uid,
                 "test".into(),

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .unwrap()
+        .expect("the workspace root")
         .to_path_buf()
 }
 

@@ -7,7 +7,7 @@
 //! toward the site's.
 
 use crate::Millis;
-use crate::account::Session;
+use crate::account::ConsoleSession;
 
 /// Live (unrevoked) API keys a site may hold.
 pub const MAX_LIVE_KEYS: usize = 50;
@@ -68,9 +68,9 @@ pub fn check(capped: Capped, live: usize) -> Result<(), CapReached> {
 
 /// The sessions to end before one more is made, so a user holds at most
 /// [`MAX_SESSIONS`]: expired ones, then the least recently used.
-pub fn sessions_to_end(sessions: &[Session], now: Millis) -> Vec<&Session> {
-    let mut live: Vec<&Session> = sessions.iter().filter(|s| s.expires > now).collect();
-    let mut end: Vec<&Session> = sessions.iter().filter(|s| s.expires <= now).collect();
+pub fn sessions_to_end(sessions: &[ConsoleSession], now: Millis) -> Vec<&ConsoleSession> {
+    let mut live: Vec<&ConsoleSession> = sessions.iter().filter(|s| s.expires > now).collect();
+    let mut end: Vec<&ConsoleSession> = sessions.iter().filter(|s| s.expires <= now).collect();
     live.sort_by_key(|s| (s.last_seen, s.created));
     let over = (live.len() + 1).saturating_sub(MAX_SESSIONS);
     end.extend(live.into_iter().take(over));
@@ -95,8 +95,8 @@ mod tests {
         }
     }
 
-    fn session(n: i64, last_seen: Millis, expires: Millis) -> Session {
-        let mut s = Session::new(format!("h{n}"), "u", String::new(), String::new(), n);
+    fn session(n: i64, last_seen: Millis, expires: Millis) -> ConsoleSession {
+        let mut s = ConsoleSession::new(format!("h{n}"), "u", String::new(), String::new(), n);
         s.last_seen = last_seen;
         s.expires = expires;
         s
@@ -105,7 +105,7 @@ mod tests {
     #[test]
     fn a_new_session_ends_the_expired_then_the_least_recently_used() {
         let now = 1_000_000;
-        let mut sessions: Vec<Session> = (0..MAX_SESSIONS as i64)
+        let mut sessions: Vec<ConsoleSession> = (0..MAX_SESSIONS as i64)
             .map(|n| session(n, 500_000 - n, now + 1))
             .collect();
         sessions.push(session(99, 900_000, now - 1));

@@ -33,7 +33,7 @@ pub mod token;
 pub mod totp;
 
 pub use record::{
-    AuditAction, AuditEntry, InstanceSettings, Invite, Membership, PasswordReset, PendingLogin,
-    Session, SetupToken, User,
+    AuditAction, AuditEntry, ConsoleSession, InstanceSettings, Invite, Membership, PasswordReset,
+    PendingLogin, SetupToken, User,
 };
 pub use role::{Action, InstanceAction, KeyScope, Role};

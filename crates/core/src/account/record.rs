@@ -99,7 +99,7 @@ impl User {
 
 /// A signed-in browser.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Session {
+pub struct ConsoleSession {
     /// Hex SHA-256 of the token.
     pub hash: String,
     /// The user.
@@ -116,7 +116,7 @@ pub struct Session {
     pub csrf: String,
 }
 
-impl Session {
+impl ConsoleSession {
     /// A new session.
     pub fn new(hash: String, uid: &str, label: String, csrf: String, now: Millis) -> Self {
         Self {
@@ -437,7 +437,7 @@ mod tests {
 
     #[test]
     fn sessions_end_absolutely_and_when_idle() {
-        let s = Session::new("h".into(), "u", "l".into(), "c".into(), 0);
+        let s = ConsoleSession::new("h".into(), "u", "l".into(), "c".into(), 0);
         assert!(s.is_live(0));
         assert!(s.is_live(SESSION_IDLE_MS - 1));
         assert!(!s.is_live(SESSION_IDLE_MS));

@@ -8,7 +8,7 @@
 //! 2. [`Claim::accepts`]: the stored session answers the claim: the same
 //!    user and hash (constant time), before its absolute end
 //!    ([`super::record::SESSION_MS`]) and used in the last
-//!    [`super::record::SESSION_IDLE_MS`] ([`Session::is_live`]).
+//!    [`super::record::SESSION_IDLE_MS`] ([`ConsoleSession::is_live`]).
 //! 3. [`must_enable_totp`]: an instance that requires 2FA refuses a user
 //!    without it everything but turning it on.
 //!
@@ -16,7 +16,7 @@
 //! most every [`super::record::TOUCH_EVERY_MS`]); a function that only
 //! reads (the query function) checks it and never writes it.
 
-use super::record::{InstanceSettings, Session, User};
+use super::record::{ConsoleSession, InstanceSettings, User};
 use super::{cookie, token};
 use crate::Millis;
 
@@ -55,8 +55,8 @@ impl Claim {
     }
 
     /// The stored session, when it answers this claim at `now`: the
-    /// claim's user and hash, alive ([`Session::is_live`]).
-    pub fn accepts(&self, stored: Option<Session>, now: Millis) -> Option<Session> {
+    /// claim's user and hash, alive ([`ConsoleSession::is_live`]).
+    pub fn accepts(&self, stored: Option<ConsoleSession>, now: Millis) -> Option<ConsoleSession> {
         stored.filter(|s| {
             s.uid == self.uid
                 && crate::ingest::salt::constant_time_eq(s.hash.as_bytes(), self.hash.as_bytes())
@@ -80,8 +80,8 @@ mod tests {
     const UID: &str = "0123456789abcdef";
     const NOW: Millis = 1_800_000_000_000;
 
-    fn session(token: &str, at: Millis) -> Session {
-        Session::new(
+    fn session(token: &str, at: Millis) -> ConsoleSession {
+        ConsoleSession::new(
             token::hash_token(token),
             UID,
             "Chrome on macOS".into(),

@@ -14,7 +14,7 @@
 use crate::engine::dimension::Dimension;
 use crate::engine::filter::Filter;
 use crate::engine::goal::Matcher;
-use crate::engine::session::Session;
+use crate::engine::visit::Visit;
 use crate::money::RevenueSum;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -224,9 +224,9 @@ pub struct FoldSpec<'a> {
 /// visitor), so within a bucket each visitor's visits are consecutive and
 /// distinct counts are a comparison with the last visitor seen.
 pub fn fold<'s, K: Ord + Copy>(
-    sessions: &[Session<'s>],
+    sessions: &[Visit<'s>],
     spec: &FoldSpec<'_>,
-    bucket: impl Fn(&Session<'s>) -> Option<K>,
+    bucket: impl Fn(&Visit<'s>) -> Option<K>,
 ) -> BTreeMap<K, Aggregate> {
     crate::engine::scan::fold_sessions(sessions, spec, bucket)
 }
@@ -246,8 +246,8 @@ pub fn rank(a: &Metrics, b: &Metrics) -> std::cmp::Ordering {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::engine::session::sessions;
-    use crate::engine::session::tests::ev;
+    use crate::engine::visit::tests::ev;
+    use crate::engine::visit::visits;
     use crate::ingest::event::{Event, Kind};
     use crate::time::zone::Zone;
     use std::collections::HashSet;
@@ -313,7 +313,7 @@ mod tests {
             ev(Kind::PageView, 5_000, "ccc", "/z"),
             engaged(5_001, "ccc", "/y", 7_000, 60),
         ];
-        let s = sessions(&events, &Zone::utc());
+        let s = visits(&events, &Zone::utc());
         let filter = Filter::default();
         let out = fold(&s, &spec(&[Dimension::Page], &filter, None), |_| Some(()));
         let pages = &out[&()].dims[&Dimension::Page];
@@ -338,7 +338,7 @@ mod tests {
         twice.push(ev(Kind::PageView, 6_000, "a", "/"));
         twice.push(engaged(7_000, "a", "/", 1_000, 20));
         let again = fold(
-            &sessions(&twice, &Zone::utc()),
+            &visits(&twice, &Zone::utc()),
             &spec(&[Dimension::Page], &filter, None),
             |_| Some(()),
         );
@@ -366,7 +366,7 @@ mod tests {
             ev(Kind::Custom, 2_000, "a", "/x"),
             ev(Kind::PageView, 0, "bb", "/"),
         ];
-        let s = sessions(&events, &Zone::utc());
+        let s = visits(&events, &Zone::utc());
         let filter = Filter::default();
         let out = fold(
             &s,
@@ -394,7 +394,7 @@ mod tests {
             ev(Kind::PageView, 1_000, "a", "/blog/1"),
             ev(Kind::PageView, 0, "bb", "/"),
         ];
-        let s = sessions(&events, &Zone::utc());
+        let s = visits(&events, &Zone::utc());
         let filter = Filter::parse("page==/blog/*").unwrap();
         let agg = &fold(&s, &spec(&[Dimension::Page], &filter, None), |_| Some(0))[&0];
         assert_eq!((agg.totals.visits, agg.totals.pageviews), (1, 1));
@@ -413,7 +413,7 @@ mod tests {
                 )
             })
             .collect();
-        let s = sessions(&events, &Zone::utc());
+        let s = visits(&events, &Zone::utc());
         let filter = Filter::default();
         let agg = &fold(&s, &spec(&[Dimension::Page], &filter, Some(3)), |_| Some(0))[&0];
         let rows = &agg.dims[&Dimension::Page];
@@ -423,13 +423,13 @@ mod tests {
         assert_eq!(rows[OTHER].pageviews, 7);
     }
 
-    type Values = Box<dyn Fn(&Session<'_>) -> Vec<String>>;
+    type Values = Box<dyn Fn(&Visit<'_>) -> Vec<String>>;
 
     /// Counts one dimension the slow way: sets of visitors and visits per
     /// value, over every visit's values.
     fn naive(
-        visits: &[Session<'_>],
-        values: impl Fn(&Session<'_>) -> Vec<String>,
+        visits: &[Visit<'_>],
+        values: impl Fn(&Visit<'_>) -> Vec<String>,
     ) -> BTreeMap<String, (u64, u64)> {
         let mut sets: BTreeMap<String, (HashSet<u64>, HashSet<usize>)> = BTreeMap::new();
         for (i, s) in visits.iter().enumerate() {
@@ -463,7 +463,7 @@ mod tests {
                 .collect();
             let mut sorted = events.clone();
             sorted.sort_by_key(|e| e.ts);
-            let visits = sessions(&sorted, &Zone::utc());
+            let visits = visits(&sorted, &Zone::utc());
             let filter = Filter::default();
             let dims = [Dimension::Page, Dimension::EntryPage, Dimension::Browser];
             let out = fold(&visits, &spec(&dims, &filter, None), |_| Some(0));
@@ -471,13 +471,13 @@ mod tests {
             let all: HashSet<u64> = visits.iter().map(|s| s.visitor).collect();
             proptest::prop_assert_eq!(agg.totals.visitors, all.len() as u64);
             proptest::prop_assert_eq!(agg.totals.visits, visits.len() as u64);
-            let page_values = |s: &Session<'_>| {
+            let page_values = |s: &Visit<'_>| {
                 s.events.iter().filter(|e| e.kind == Kind::PageView).map(|e| e.path.clone()).collect()
             };
             let cases: [(Dimension, Values); 3] = [
                 (Dimension::Page, Box::new(page_values)),
-                (Dimension::EntryPage, Box::new(|s: &Session<'_>| s.entry.map(str::to_owned).into_iter().collect())),
-                (Dimension::Browser, Box::new(|s: &Session<'_>| vec![s.first.browser.clone()])),
+                (Dimension::EntryPage, Box::new(|s: &Visit<'_>| s.entry.map(str::to_owned).into_iter().collect())),
+                (Dimension::Browser, Box::new(|s: &Visit<'_>| vec![s.first.browser.clone()])),
             ];
             for (d, values) in &cases {
                 let got: BTreeMap<String, (u64, u64)> = agg.dims[d]

@@ -25,7 +25,7 @@
 //! with [`FilterError::TooComplex`], naming it.
 
 use crate::engine::dimension::{Dimension, Level};
-use crate::engine::session::Session;
+use crate::engine::visit::Visit;
 use crate::ingest::event::{Event, Kind};
 use crate::{engine::goal::Matcher, ingest::text::wildcard_match};
 
@@ -425,7 +425,7 @@ impl Filter {
     }
 
     /// Whether a visit is kept. `goals` are the site's compiled goals by name.
-    pub fn keeps(&self, s: &Session<'_>, goals: &[(String, Matcher)]) -> bool {
+    pub fn keeps(&self, s: &Visit<'_>, goals: &[(String, Matcher)]) -> bool {
         // The event-level answers hold for every predicate of their level:
         // each is worked out once per visit.
         let (mut pageviews, mut customs, mut props) = (None, None, None);
@@ -502,7 +502,7 @@ pub fn escape(value: &str) -> String {
 }
 
 /// The value of a visit-level dimension for a visit.
-pub fn session_value<'a>(s: &Session<'a>, d: Dimension) -> Option<&'a str> {
+pub fn session_value<'a>(s: &Visit<'a>, d: Dimension) -> Option<&'a str> {
     match d {
         Dimension::EntryPage => s.entry,
         Dimension::ExitPage => s.exit,

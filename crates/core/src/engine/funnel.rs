@@ -17,7 +17,7 @@
 //! distinct within a day and add up across days, as everywhere else.
 
 use crate::engine::filter::Filter;
-use crate::engine::session::Session;
+use crate::engine::visit::Visit;
 use crate::ingest::event::{Event, Kind};
 use crate::{engine::goal::Matcher, ingest::text::wildcard_match};
 use serde::{Deserialize, Serialize};
@@ -406,12 +406,12 @@ pub struct StepCounts {
 /// Counts how far the visits `filter` keeps got, per bucket (usually the
 /// local day a visit started; `None` leaves a visit out), summed.
 pub fn count<'s, K: Ord + Copy + std::hash::Hash>(
-    sessions: &[Session<'s>],
+    sessions: &[Visit<'s>],
     steps: &[Step],
     mode: Mode,
     filter: &Filter,
     goals: &[(String, Matcher)],
-    bucket: impl Fn(&Session<'s>) -> Option<K>,
+    bucket: impl Fn(&Visit<'s>) -> Option<K>,
 ) -> StepCounts {
     let n = steps.len();
     let mut out = StepCounts {
@@ -500,7 +500,7 @@ pub fn rows(steps: &[Step], counts: &StepCounts) -> Vec<StepRow> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::engine::session::tests::ev;
+    use crate::engine::visit::tests::ev;
     use crate::ingest::event::Event;
 
     fn page(path: &str) -> Event {

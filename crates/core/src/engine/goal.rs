@@ -560,7 +560,7 @@ mod tests {
         spec.iter()
             .enumerate()
             .map(|(i, (kind, path, extra))| {
-                let mut e = crate::engine::session::tests::ev(*kind, i as i64 * 1_000, "s", path);
+                let mut e = crate::engine::visit::tests::ev(*kind, i as i64 * 1_000, "s", path);
                 match kind {
                     Kind::Custom => {
                         let mut parts = extra.split(';');

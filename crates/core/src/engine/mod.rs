@@ -8,7 +8,7 @@
 //! - [`plan`]: where each day of a read comes from (rollup, segment, raw).
 //! - [`stream`]: a plan carried out hour by hour into scans.
 //! - [`scan`]: the streaming scan over dictionary ids.
-//! - [`session`], [`aggregate`]: events into visits, visits into counts.
+//! - [`visit`], [`aggregate`]: events into visits, visits into counts.
 //! - [`dimension`], [`filter`], [`goal`], [`funnel`], [`journey`]: what
 //!   reports break down by, keep, count and follow.
 //! - [`segment`]: compacted events (the columnar, compressed encoding).
@@ -30,6 +30,6 @@ pub mod range;
 pub mod rollup;
 pub mod scan;
 pub mod segment;
-pub mod session;
 pub mod stream;
+pub mod visit;
 pub mod window;

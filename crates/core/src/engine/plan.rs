@@ -21,7 +21,7 @@
 
 use crate::engine::range::DateRange;
 use crate::engine::segment::Manifest;
-use crate::engine::session::{MAX_SPILL_MS, READ_BEFORE_MS};
+use crate::engine::visit::{MAX_SPILL_MS, READ_BEFORE_MS};
 use crate::engine::window::is_settled;
 use crate::time::retention::CLIENT_CLOCK_BEHIND_MS;
 use crate::time::retention::raw_hour_retained;

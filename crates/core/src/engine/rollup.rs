@@ -520,7 +520,7 @@ fn deflate(bytes: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::engine::aggregate::OTHER;
-    use crate::engine::session::tests::ev;
+    use crate::engine::visit::tests::ev;
     use crate::ingest::event::Event;
     use crate::ingest::event::Kind;
     use crate::time::zone::utc_midnight;

@@ -436,7 +436,7 @@ mod tests {
     use crate::engine::range::DateRange;
     use crate::engine::scan::ScanSpec;
     use crate::engine::segment::{HourEntry, Manifest, PartRef, encode_hour, hour_label, pack};
-    use crate::engine::session::sessions;
+    use crate::engine::visit::visits;
     use crate::ingest::event::Kind;
     use crate::time::zone::{utc_date, utc_midnight};
     use crate::{DAY_MS, MINUTE_MS};
@@ -452,7 +452,7 @@ mod tests {
         let mut i = 0u64;
         while t < from + days * DAY_MS {
             let mut e =
-                crate::engine::session::tests::ev(Kind::PageView, t, &format!("t{}", i % 40), "/");
+                crate::engine::visit::tests::ev(Kind::PageView, t, &format!("t{}", i % 40), "/");
             e.vid = format!("{:016x}", i % 40);
             e.path = ["/", "/a", "/b"][(i % 3) as usize].into();
             e.country = Some(["DE", "FR"][(i % 2) as usize].into());
@@ -545,7 +545,7 @@ mod tests {
         events: &[Event],
         filter: &Filter,
     ) -> BTreeMap<Date, Aggregate> {
-        let visits = sessions(events, zone);
+        let visits = visits(events, zone);
         let spec = FoldSpec {
             dims: &[crate::engine::dimension::Dimension::Page],
             props: &[],

@@ -7,7 +7,7 @@
 //! rollup job recomputes recent days before they settle. Which source
 //! answers each day of a range is the read plan's ([`crate::engine::plan`]).
 
-use crate::engine::session::MAX_SPILL_MS;
+use crate::engine::visit::MAX_SPILL_MS;
 use crate::time::zone::Zone;
 use crate::{DAY_MS, Millis};
 use time::Date;

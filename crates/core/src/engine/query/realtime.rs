@@ -110,7 +110,7 @@ pub fn count(events: &[Event], now: Millis) -> Realtime {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::engine::session::tests::ev;
+    use crate::engine::visit::tests::ev;
 
     const NOW: Millis = 100 * MINUTE_MS;
     const S: Millis = 1_000;

@@ -1,5 +1,5 @@
 //! The visits list and one visit's journey (`GET /api/sites/{site}/visits`
-//! and `visits/{id}`): the visits [`crate::engine::session`] builds, listed newest
+//! and `visits/{id}`): the visits [`crate::engine::visit`] builds, listed newest
 //! first one local day at a time, and one visit's events in order.
 //!
 //! - **What a row shows** is what the reports already show, per visit: its
@@ -18,9 +18,9 @@
 //!   last row's key, so walking pages gives every visit once.
 //! - **The read** ([`Collector`], a [`Sink`] of [`crate::engine::stream::run`])
 //!   holds the events of tabs that may still continue, closes a tab once
-//!   no later event can continue it (the scan's rule: [`SESSION_GAP_MS`]
+//!   no later event can continue it (the scan's rule: [`VISIT_GAP_MS`]
 //!   after its last event), builds its visits with
-//!   [`crate::engine::session::sessions`] and keeps only the best `want` rows below
+//!   [`crate::engine::visit::sessions`] and keeps only the best `want` rows below
 //!   the cursor (a bounded heap): memory is the open tabs and a page, not
 //!   the day.
 
@@ -31,8 +31,8 @@ use crate::engine::query::{Context, ParseError};
 use crate::engine::range::{self, DateRange};
 use crate::engine::scan::{Held, ScanError};
 use crate::engine::segment::{Block, decode_block};
-use crate::engine::session::{SESSION_GAP_MS, Session, sessions};
 use crate::engine::stream::Sink;
+use crate::engine::visit::{VISIT_GAP_MS, Visit, visits};
 use crate::ingest::event::{Event, Kind};
 use crate::time::zone::{Zone, format_date};
 use crate::{HOUR_MS, Millis};
@@ -68,7 +68,7 @@ const TAG_DIGITS: usize = 16;
 
 impl VisitKey {
     /// The key of a visit of `site`.
-    pub fn of(site: &str, s: &Session<'_>) -> Self {
+    pub fn of(site: &str, s: &Visit<'_>) -> Self {
         let first = s.first;
         let tab = if first.sid.is_empty() {
             &first.vid
@@ -160,7 +160,7 @@ pub struct VisitRow {
 
 impl VisitRow {
     /// The row of a visit of `site`.
-    pub fn of(site: &str, s: &Session<'_>, zone: &Zone) -> Self {
+    pub fn of(site: &str, s: &Visit<'_>, zone: &Zone) -> Self {
         let key = VisitKey::of(site, s);
         let text = |d: Dimension| session_value(s, d).unwrap_or_default().to_owned();
         let some = |d: Dimension| session_value(s, d).map(str::to_owned);
@@ -514,7 +514,7 @@ impl<'a> Collector<'a> {
     fn close(&mut self, events: Vec<Event>) {
         self.held -= events.len();
         let w = &self.wanted;
-        for s in sessions(&events, self.zone) {
+        for s in visits(&events, self.zone) {
             if self.zone.local_date(s.start) != w.day {
                 continue;
             }
@@ -599,7 +599,7 @@ impl Sink for Collector<'_> {
                     .iter()
                     .map(|e| e.ts)
                     .max()
-                    .is_some_and(|last| next - last > SESSION_GAP_MS)
+                    .is_some_and(|last| next - last > VISIT_GAP_MS)
             })
             .map(|(k, _)| k.clone())
             .collect();

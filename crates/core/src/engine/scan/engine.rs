@@ -21,7 +21,7 @@ use crate::engine::filter::{Events, NONE_VALUE, Predicate};
 use crate::engine::funnel::{Step, StepCounts, StepRule, reach_with};
 use crate::engine::goal::Matcher;
 use crate::engine::segment::session_column;
-use crate::engine::session::Tally;
+use crate::engine::visit::Tally;
 use crate::ingest::event::Kind;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -108,7 +108,7 @@ fn src_of(d: Dimension, proj: &Projection) -> Option<Src> {
 #[derive(Debug, Clone, Copy)]
 enum Slot {
     /// A visit-level value: one id per visit.
-    Session(Src, Dimension),
+    Visit(Src, Dimension),
     /// Each counted page view's path.
     Page,
     /// Each counted custom event's name.
@@ -226,7 +226,7 @@ impl<'s> IdFilter<'s> {
     }
 }
 
-/// What a visit adds up to (as [`crate::engine::session::Session`] says it).
+/// What a visit adds up to (as [`crate::engine::visit::Visit`] says it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Facts {
     /// Its first event's visitor.
@@ -582,7 +582,7 @@ impl<'s> Engine<'s> {
             .iter()
             .map(|dim| match dim.level() {
                 Level::Session => {
-                    src_of(*dim, &d.proj).map_or(Slot::Empty, |src| Slot::Session(src, *dim))
+                    src_of(*dim, &d.proj).map_or(Slot::Empty, |src| Slot::Visit(src, *dim))
                 }
                 Level::PageView => Slot::Page,
                 Level::Custom => Slot::Event,
@@ -593,7 +593,7 @@ impl<'s> Engine<'s> {
         let blank = slots
             .iter()
             .map(|slot| match slot {
-                Slot::Session(Src::Col(i), dim) if dim.blank_row() => d.cols[*i].id(""),
+                Slot::Visit(Src::Col(i), dim) if dim.blank_row() => d.cols[*i].id(""),
                 _ => NONE,
             })
             .collect();
@@ -903,7 +903,7 @@ impl<'s> Engine<'s> {
         });
         for j in 0..self.slots.len() {
             match self.slots[j] {
-                Slot::Session(src, _) => {
+                Slot::Visit(src, _) => {
                     let id = self.session_id(src, v, entry, exit);
                     p.ids.push(if id == NONE { self.blank[j] } else { id });
                 }
@@ -1089,7 +1089,7 @@ impl<'s> Engine<'s> {
         let pageview = self.filter.pageview;
         for (slot, cells) in self.slots.iter().zip(self.cells.iter_mut()) {
             match *slot {
-                Slot::Session(_, dim) => {
+                Slot::Visit(_, dim) => {
                     let id = p.ids[at];
                     at += 1;
                     if id != NONE {
@@ -1202,10 +1202,10 @@ impl<'s> Engine<'s> {
     fn name<'d>(&'d self, d: &'d Dicts, j: usize, id: u32) -> &'d str {
         let id = id & ID_MASK;
         match self.slots.get(j) {
-            Some(Slot::Session(Src::Col(i), _)) => d.cols[*i].name(id),
-            Some(Slot::Session(Src::Entry | Src::Exit, _) | Slot::Page) => d.path.name(id),
-            Some(Slot::Session(Src::Channel, _)) => channel_name(id as u8),
-            Some(Slot::Session(Src::Device, _)) => device_name(id as u8),
+            Some(Slot::Visit(Src::Col(i), _)) => d.cols[*i].name(id),
+            Some(Slot::Visit(Src::Entry | Src::Exit, _) | Slot::Page) => d.path.name(id),
+            Some(Slot::Visit(Src::Channel, _)) => channel_name(id as u8),
+            Some(Slot::Visit(Src::Device, _)) => device_name(id as u8),
             Some(Slot::Event) => d.name.name(id),
             Some(Slot::Goal) => self.goal_names.name(id),
             Some(Slot::Empty) => "",
@@ -1287,7 +1287,7 @@ impl<'s> Engine<'s> {
             let mut at = v.ids_at as usize;
             for (j, slot) in self.slots.iter().enumerate() {
                 let (start, len) = match slot {
-                    Slot::Session(..) | Slot::Empty => (at, 1),
+                    Slot::Visit(..) | Slot::Empty => (at, 1),
                     _ => (at + 1, p.ids[at] as usize),
                 };
                 at = start + len;

@@ -1,8 +1,8 @@
 //! The streaming scan: events in, hour by hour, aggregates out, in bounded
 //! memory.
 //!
-//! [`Scan`] answers exactly what `fold(&sessions(events, zone), spec,
-//! bucket)` answers ([`crate::engine::session::sessions`], [`crate::engine::aggregate::fold`];
+//! [`Scan`] answers exactly what `fold(&visits(events, zone), spec,
+//! bucket)` answers ([`crate::engine::visit::sessions`], [`crate::engine::aggregate::fold`];
 //! the fold itself is this engine over visits already built), with visitors
 //! counted per local day and summed across days (the documented rule:
 //! days add up, visitors are daily uniques), but it never holds the
@@ -24,7 +24,7 @@
 //! ```
 //!
 //! - **Rows** (`rows`): per event its time, kind, visitor (as
-//!   [`crate::engine::session::visitor_number`]), tab, engagement, value and revenue,
+//!   [`crate::engine::visit::visitor_number`]), tab, engagement, value and revenue,
 //!   and ids of only the string columns the spec reads (its dimensions,
 //!   filters, goals, funnel steps, property keys): one dictionary per
 //!   column, owned by the scan, filled as values first appear. A segment
@@ -32,10 +32,10 @@
 //!   each block dictionary value is mapped to the scan's id once, then an
 //!   event is a few array reads. Raw events go through the same
 //!   dictionaries.
-//! - **Visits**: the rules of [`crate::engine::session`] exactly (a tab is the
+//! - **Visits**: the rules of [`crate::engine::visit`] exactly (a tab is the
 //!   session id, else the visitor id; a visit ends after
-//!   [`crate::engine::session::SESSION_GAP_MS`] without an event or at its start
-//!   day's end + [`crate::engine::session::MAX_SPILL_MS`]; a tab's events in time
+//!   [`crate::engine::visit::VISIT_GAP_MS`] without an event or at its start
+//!   day's end + [`crate::engine::visit::MAX_SPILL_MS`]; a tab's events in time
 //!   and kind order, exact ties in the segments' canonical order;
 //!   engagement beacons alone are no visit). Hours arrive in increasing
 //!   order and may be skipped; after an hour ends, every visit that no
@@ -117,7 +117,7 @@ use crate::engine::aggregate::{Aggregate, FoldSpec, Metrics};
 use crate::engine::funnel::{Mode, Step, StepCounts};
 use crate::engine::journey::{JourneyCounts, JourneyQuery};
 use crate::engine::segment::{Block, SegmentError, canonical_cmp, read_block};
-use crate::engine::session::{DayCache, Session, continues, kind_order, limit};
+use crate::engine::visit::{DayCache, Visit, continues, kind_order, limit};
 use crate::ingest::event::Event;
 use crate::time::zone::Zone;
 use crate::{HOUR_MS, Millis};
@@ -705,9 +705,9 @@ fn group_by_tab(rows: &[Row], tabs: usize, out: &mut Vec<Row>) {
 /// then the same two passes as the scan's, all visits as one batch (no
 /// refinement by day).
 pub(crate) fn fold_sessions<'s, K: Ord + Copy>(
-    sessions: &[Session<'s>],
+    sessions: &[Visit<'s>],
     spec: &FoldSpec<'_>,
-    bucket: impl Fn(&Session<'s>) -> Option<K>,
+    bucket: impl Fn(&Visit<'s>) -> Option<K>,
 ) -> BTreeMap<K, Aggregate> {
     let spec = ScanSpec {
         fold: *spec,

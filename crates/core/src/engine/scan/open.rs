@@ -19,7 +19,7 @@ pub(crate) struct Open {
     scols: usize,
     /// Its last event's time.
     pub last: Millis,
-    /// The first instant it can no longer reach ([`crate::engine::session::limit`]).
+    /// The first instant it can no longer reach ([`crate::engine::visit::limit`]).
     pub limit: Millis,
     /// Its start's local day.
     pub day: Date,

@@ -9,7 +9,7 @@ use crate::engine::segment::{
     Body, SegmentError, VisitorValues, channel_code, channel_of, col, device_code, device_of,
     flag_of, kind_of, revenue_of, scroll_of, session_column,
 };
-use crate::engine::session::visitor_number;
+use crate::engine::visit::visitor_number;
 use crate::ingest::classify::referrer::Channel;
 use crate::ingest::classify::ua::DeviceType;
 use crate::ingest::event::{Event, Kind};

@@ -1,6 +1,6 @@
 //! The scan against the batch answer: for random events, specs and
 //! buckets, a [`Scan`] fed hour by hour (raw events, segment blocks, or
-//! both) answers exactly `fold(&sessions(...))` per bucket and local day,
+//! both) answers exactly `fold(&visits(...))` per bucket and local day,
 //! and funnels exactly `funnel::count`.
 
 use super::*;
@@ -10,7 +10,7 @@ use crate::engine::filter::Filter;
 use crate::engine::funnel::{self, Step};
 use crate::engine::goal::{Goal, GoalRule, Matcher, PageMatch};
 use crate::engine::segment::encode_hour;
-use crate::engine::session::{MAX_SPILL_MS, SESSION_GAP_MS, Session, sessions};
+use crate::engine::visit::{MAX_SPILL_MS, VISIT_GAP_MS, Visit, visits};
 use crate::ingest::classify::referrer::Channel;
 use crate::ingest::classify::ua::DeviceType;
 use crate::ingest::event::Kind;
@@ -312,9 +312,9 @@ fn batch(
     spec: &ScanSpec<'_>,
     b: Buckets,
 ) -> (BTreeMap<i64, Aggregate>, Option<StepCounts>) {
-    let visits = sessions(events, zone);
+    let visits = visits(events, zone);
     let bucket = bucket_of(b, zone);
-    let key = |s: &Session<'_>| bucket(s.start).map(|k| (k, zone.local_date(s.start)));
+    let key = |s: &Visit<'_>| bucket(s.start).map(|k| (k, zone.local_date(s.start)));
     let mut out: BTreeMap<i64, Aggregate> = BTreeMap::new();
     for ((k, _), agg) in fold(&visits, &spec.fold, key) {
         out.entry(k).or_default().merge(&agg);
@@ -597,7 +597,7 @@ fn plain(dims: &'static [Dimension]) -> ScanSpec<'static> {
 }
 
 fn page(ts: Millis, sid: &str, path: &str) -> Event {
-    crate::engine::session::tests::ev(Kind::PageView, ts, sid, path)
+    crate::engine::visit::tests::ev(Kind::PageView, ts, sid, path)
 }
 
 fn totals(answer: &Answer<i64>) -> Vec<(i64, u64, u64)> {
@@ -649,7 +649,7 @@ fn gaps_across_hour_boundaries_split_exactly_at_thirty_minutes() {
         let got = scan(&events, &zone, spec, Buckets::Constant, feed, 0);
         assert_eq!(totals(&got), vec![(0, 5, 6)], "{feed:?}");
     }
-    assert_eq!(SESSION_GAP_MS, 30 * MINUTE_MS);
+    assert_eq!(VISIT_GAP_MS, 30 * MINUTE_MS);
 }
 
 #[test]
@@ -699,7 +699,7 @@ fn exact_ties_are_broken_canonically_from_any_source() {
     let dims = [Dimension::EntryPage, Dimension::ExitPage];
     let spec = fold_spec(&dims, &[], &[], &filter, None);
     for events in [vec![a.clone(), b.clone()], vec![b.clone(), a.clone()]] {
-        let visits = sessions(&events, &zone);
+        let visits = visits(&events, &zone);
         assert_eq!((visits[0].entry, visits[0].exit), (Some("/a"), Some("/z")));
         for feed in [Feed::Raw, Feed::Blocks] {
             let s = ScanSpec {
@@ -871,7 +871,7 @@ fn cells(agg: &crate::engine::aggregate::Aggregate, d: Dimension) -> Vec<(String
 fn plausibles_events_put_custom_events_on_their_page_and_page_views_under_pageview() {
     let zone = Zone::utc();
     let h = BASE;
-    let mut signup = crate::engine::session::tests::ev(Kind::Custom, h + 1000, "a", "/a");
+    let mut signup = crate::engine::visit::tests::ev(Kind::Custom, h + 1000, "a", "/a");
     signup.name = Some("Signup".into());
     let events = vec![page(h, "a", "/a"), signup, page(h, "bb", "/b")];
     let plausible = Filter {

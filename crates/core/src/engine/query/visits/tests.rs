@@ -1,5 +1,5 @@
 use super::*;
-use crate::engine::session::tests::ev;
+use crate::engine::visit::tests::ev;
 use crate::{DAY_MS, MINUTE_MS};
 
 const M: Millis = MINUTE_MS;
@@ -32,7 +32,7 @@ fn day_events() -> Vec<Event> {
 /// newest first.
 fn expected(events: &[Event]) -> Vec<VisitRow> {
     let zone = Zone::utc();
-    let mut rows: Vec<VisitRow> = sessions(events, &zone)
+    let mut rows: Vec<VisitRow> = visits(events, &zone)
         .iter()
         .filter(|s| zone.local_date(s.start) == DAY)
         .map(|s| VisitRow::of("site", s, &zone))

@@ -1,7 +1,7 @@
 //! Visits ("sessions") from raw events.
 //!
 //! Events are grouped by the tab's session id (the visitor id when the
-//! tracker sent none) and split after [`SESSION_GAP_MS`] without an event.
+//! tracker sent none) and split after [`VISIT_GAP_MS`] without an event.
 //! A visit belongs to the site-local day it started on, with everything in
 //! it, and may spill into the next day by at most [`MAX_SPILL_MS`] after its
 //! start day ends: an event later than that starts a new visit. That bound
@@ -26,11 +26,11 @@ use smallvec::SmallVec;
 use time::Date;
 
 /// A visit ends after this long without an event.
-pub const SESSION_GAP_MS: Millis = 30 * MINUTE_MS;
+pub const VISIT_GAP_MS: Millis = 30 * MINUTE_MS;
 /// A visit may continue this long past the end of its start day.
 pub const MAX_SPILL_MS: Millis = 6 * HOUR_MS;
 /// Events this long before a day are read to tell whether the day's first
-/// events continue an earlier visit (any gap longer than [`SESSION_GAP_MS`]
+/// events continue an earlier visit (any gap longer than [`VISIT_GAP_MS`]
 /// splits, so one session gap is enough; an hour is the partition size).
 pub const READ_BEFORE_MS: Millis = HOUR_MS;
 /// Engagement beacons adding up to at least this much active time make a
@@ -40,7 +40,7 @@ pub const ENGAGED_MS: u64 = 10_000;
 
 /// One visit.
 #[derive(Debug, Clone)]
-pub struct Session<'a> {
+pub struct Visit<'a> {
     /// The visitor (the first event's visitor id, as a number).
     pub visitor: u64,
     /// The first event's time.
@@ -83,7 +83,7 @@ pub fn visitor_number(vid: &str) -> u64 {
 /// Whether an event at `ts` continues a visit whose last event was at
 /// `last` and which must end before `limit` (see [`limit`]).
 pub fn continues(last: Millis, ts: Millis, limit: Millis) -> bool {
-    ts.saturating_sub(last) <= SESSION_GAP_MS && ts < limit
+    ts.saturating_sub(last) <= VISIT_GAP_MS && ts < limit
 }
 
 /// The first instant a visit starting on a local day that ends at
@@ -169,7 +169,7 @@ pub(crate) fn kind_order(k: Kind) -> u8 {
 /// Visits made only of
 /// engagement beacons (a tab hidden after a long pause) are not visits and
 /// are left out.
-pub fn sessions<'a>(events: &'a [Event], zone: &Zone) -> Vec<Session<'a>> {
+pub fn visits<'a>(events: &'a [Event], zone: &Zone) -> Vec<Visit<'a>> {
     // Tabs numbered in the order of their first event, so the result does
     // not depend on hashing; then every tab's events gathered into one flat
     // list (a counting sort, which keeps each tab's events in input order).
@@ -259,7 +259,7 @@ impl<'z> DayCache<'z> {
     }
 }
 
-fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
+fn push<'a>(out: &mut Vec<Visit<'a>>, events: &[&'a Event]) {
     let mut tally = Tally::default();
     let (mut entry, mut exit) = (None, None);
     for e in events {
@@ -274,7 +274,7 @@ fn push<'a>(out: &mut Vec<Session<'a>>, events: &[&'a Event]) {
     }
     let first = events[0];
     let last = events[events.len() - 1];
-    out.push(Session {
+    out.push(Visit {
         visitor: visitor_number(&first.vid),
         start: first.ts,
         end: last.ts,
@@ -343,7 +343,7 @@ pub(crate) mod tests {
             ev(Kind::PageView, 29 * M, "a", "/x"),
             ev(Kind::PageView, 29 * M + 30 * M + 1, "a", "/y"),
         ];
-        let s = sessions(&events, &Zone::utc());
+        let s = visits(&events, &Zone::utc());
         assert_eq!(s.len(), 2);
         assert_eq!(
             (s[0].pageviews, s[0].entry, s[0].exit),
@@ -359,20 +359,20 @@ pub(crate) mod tests {
         let mut long = ev(Kind::Engagement, 5 * M, "a", "/");
         long.engaged_ms = Some(12_000);
         let events = vec![ev(Kind::PageView, 0, "a", "/"), long];
-        let s = sessions(&events, &Zone::utc());
+        let s = visits(&events, &Zone::utc());
         assert_eq!((s[0].duration_ms, s[0].bounce), (12_000, false));
         let short = vec![
             ev(Kind::PageView, 0, "b", "/"),
             ev(Kind::Engagement, 60_000, "b", "/"),
         ];
-        let s = sessions(&short, &Zone::utc());
+        let s = visits(&short, &Zone::utc());
         assert_eq!((s[0].duration_ms, s[0].bounce), (3_000, true));
     }
 
     #[test]
     fn engagement_only_fragments_are_not_visits() {
         let events = vec![ev(Kind::Engagement, 0, "a", "/")];
-        assert!(sessions(&events, &Zone::utc()).is_empty());
+        assert!(visits(&events, &Zone::utc()).is_empty());
     }
 
     #[test]
@@ -385,7 +385,7 @@ pub(crate) mod tests {
             events.push(ev(Kind::PageView, t, "a", "/"));
             t += 20 * M;
         }
-        let s = sessions(&events, &Zone::utc());
+        let s = visits(&events, &Zone::utc());
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].start, day - HOUR_MS);
         assert!(s[0].end < day + MAX_SPILL_MS);
