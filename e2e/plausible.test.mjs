@@ -8,7 +8,7 @@
 // and engagement on hide must be stored, and the query API must report
 // them.
 //
-//   node e2e/plausible.test.mjs        (after `cargo build --workspace --bins`)
+//   node e2e/plausible.test.mjs        (after `cargo test --workspace --no-run`)
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
