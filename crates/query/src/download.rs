@@ -38,8 +38,10 @@ fn file_response(body: Body, content_type: &'static str, name: &str) -> Response
 
 /// The format a request asks for: `format=`, else its `Accept` header.
 pub(crate) fn requested_format(request: &lambda_http::Request) -> Result<Format, ApiError> {
+    // The last `format=` counts, as in the doors' parameter map.
     let asked = url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
-        .find(|(k, _)| k == "format")
+        .filter(|(k, _)| k == "format")
+        .last()
         .map(|(_, v)| v.into_owned());
     let accept = tally_lambda::request::header(request, "accept");
     Ok(Format::parse(asked.as_deref(), accept)?)
